@@ -1,0 +1,36 @@
+# PGXS build for the claims extension.
+EXTENSION = claims
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
+
+MODULE_big = claims
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA = $(sort $(wildcard $(EXTENSION)--*.sql))
+PGFILEDESC = "claims - lease-first global claims store"
+
+# pg_regress: sql/*.sql against expected/*.out, on a private server.
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/claims.conf
+
+# Isolation specs: test/isolation/specs/*.spec against test/isolation/expected.
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/claims.conf --inputdir=test/isolation
+
+# TAP tests (PostgreSQL::Test::Cluster).
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+PG_CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: test run stop bench
+test:
+	scripts/test.sh
+run:
+	scripts/run.sh
+stop:
+	scripts/stop.sh
+bench:
+	bench/run.sh

@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * claims.c
+ *	  Module entry point: settings, and the checks every API function shares.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims.h"
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+int			claims_max_batch_size = 1000;
+
+void		_PG_init(void);
+
+/*
+ * Define the settings. Everything here works with or without
+ * shared_preload_libraries.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("claims.max_batch_size",
+							"Largest number of records one claims_begin_update may carry.",
+							"Creates and destroys are counted together.",
+							&claims_max_batch_size,
+							1000, 1, 100000,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("claims");
+
+	claims_registry_init();
+}
+
+/*
+ * Refuse writes on a hot standby with the error a client can act on.
+ */
+void
+claims_check_writable(const char *function)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("%s cannot run on a hot standby", function),
+				 errhint("Send writes to the primary server; read functions work on standbys.")));
+}
+
+/*
+ * Cells are numbered from 1.
+ */
+void
+claims_check_cell_id(int64 cell_id)
+{
+	if (cell_id <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid request at $.cell_id: must be greater than 0, not " INT64_FORMAT, cell_id)));
+}

@@ -1,0 +1,202 @@
+/*-------------------------------------------------------------------------
+ *
+ * claims.h
+ *	  Shared declarations of the claims extension: request structures,
+ *	  registries, JSON helpers and the prepared statements.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CLAIMS_H
+#define CLAIMS_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#define CLAIMS_DIGEST_LEN			32
+#define CLAIMS_MAX_VALUE_CHARS		1024
+#define CLAIMS_MAX_SOURCE_ID_BYTES	128
+#define CLAIMS_LEASES_DEFAULT_LIMIT	100
+#define CLAIMS_LEASES_MAX_LIMIT		1000
+#define CLAIMS_RECORDS_DEFAULT_LIMIT 1000
+#define CLAIMS_RECORDS_MAX_LIMIT	1000
+
+/* claims.c: settings */
+extern int	claims_max_batch_size;
+
+/* Kinds of operation one batch entry performs (also passed to SQL). */
+typedef enum ClaimsOp
+{
+	CLAIMS_OP_CREATE = 1,
+	CLAIMS_OP_DESTROY = 2,
+	CLAIMS_OP_REPLACE = 3
+} ClaimsOp;
+
+/* registry.c: the bucket, subject and source type registries */
+typedef enum ClaimsRegistryKind
+{
+	CLAIMS_BUCKET_TYPES = 0,
+	CLAIMS_SUBJECT_TYPES,
+	CLAIMS_SOURCE_TYPES,
+	CLAIMS_REGISTRY_KINDS
+} ClaimsRegistryKind;
+
+typedef struct ClaimsTypeEntry
+{
+	int32		id;
+	char	   *name;
+	char	   *claim_field;	/* bucket types only; NULL if none */
+	bool		integer_valued; /* bucket types only */
+	int			naliases;
+	char	  **aliases;
+} ClaimsTypeEntry;
+
+extern void claims_registry_init(void);
+extern const ClaimsTypeEntry *claims_type_by_id(ClaimsRegistryKind kind, int32 id);
+extern const ClaimsTypeEntry *claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len);
+extern const ClaimsTypeEntry *claims_bucket_type_by_field(const char *field, int len);
+extern const char *claims_registry_kind_label(ClaimsRegistryKind kind);
+extern const char *claims_registry_table(ClaimsRegistryKind kind);
+
+/* spi_plans.c: statements prepared once per backend */
+typedef enum ClaimsPlanId
+{
+	CLAIMS_PLAN_BEGIN = 0,
+	CLAIMS_PLAN_LEASE_LOOKUP,
+	CLAIMS_PLAN_CLASSIFY,
+	CLAIMS_PLAN_COMMIT,
+	CLAIMS_PLAN_ROLLBACK,
+	CLAIMS_PLAN_GET_RECORD,
+	CLAIMS_PLAN_LIST_LEASES,
+	CLAIMS_PLAN_LIST_RECORDS,
+	CLAIMS_PLAN_LIST_RECORDS_LTE,
+	CLAIMS_PLAN_LIST_RECORDS_GROUP,
+	CLAIMS_PLAN_REGISTRY_BUCKETS,
+	CLAIMS_PLAN_REGISTRY_SUBJECTS,
+	CLAIMS_PLAN_REGISTRY_SOURCES,
+	CLAIMS_NUM_PLANS
+} ClaimsPlanId;
+
+extern void claims_spi_begin(FunctionCallInfo fcinfo);
+extern SPIPlanPtr claims_plan(ClaimsPlanId id);
+extern Oid	claims_schema_oid(void);
+
+/* request.c: proto3 JSON input */
+typedef struct ClaimsPath
+{
+	const struct ClaimsPath *parent;
+	const char *key;			/* member name, or NULL for an array element */
+	int			keylen;
+	int			index;
+} ClaimsPath;
+
+typedef struct ClaimsMetadata
+{
+	int32		bucket_type;
+	char	   *bucket_value;
+	int			bucket_value_len;
+	uint8		digest[CLAIMS_DIGEST_LEN];
+	bool		has_subject;
+	int32		subject_type;
+	int64		subject_id;
+	bool		has_source;
+	int32		source_type;
+	bytea	   *source_id;
+	Jsonb	   *user_data;		/* NULL when absent */
+	int			list_index;		/* position in its request list */
+	bool		in_create_list;
+} ClaimsMetadata;
+
+typedef struct ClaimsBeginRequest
+{
+	int64		cell_id;
+	bool		has_lease_uuid;
+	pg_uuid_t	lease_uuid;
+	int			ncreates;
+	ClaimsMetadata *creates;
+	int			ndestroys;
+	ClaimsMetadata *destroys;
+} ClaimsBeginRequest;
+
+typedef struct ClaimsBucketRef
+{
+	int32		bucket_type;
+	char	   *value;
+	int			value_len;
+	uint8		digest[CLAIMS_DIGEST_LEN];
+} ClaimsBucketRef;
+
+typedef struct ClaimsListLeasesRequest
+{
+	int64		cell_id;
+	int			limit;
+	TimestampTz created_after;
+	bool		has_cursor;
+	TimestampTz cursor_created_at;
+	pg_uuid_t	cursor_uuid;
+} ClaimsListLeasesRequest;
+
+typedef struct ClaimsListRecordsRequest
+{
+	int64		cell_id;
+	int32		source_type;
+	int			ntypes;
+	int32	   *types;			/* bucket_types and claim_types together */
+	bytea	   *source_id_gt;	/* empty when unbounded */
+	bytea	   *source_id_lte;	/* NULL when unbounded */
+	int			limit;
+} ClaimsListRecordsRequest;
+
+extern void claims_malformed(const ClaimsPath *path, const char *fmt,...) pg_attribute_printf(2, 3) pg_attribute_noreturn();
+extern char *claims_path_string(const ClaimsPath *path);
+extern bool claims_key_matches(const char *key, int keylen, const char *snake);
+extern void claims_parse_begin(Jsonb *request, ClaimsBeginRequest *out);
+extern void claims_parse_get_record(Jsonb *request, ClaimsBucketRef *out);
+extern void claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out);
+extern void claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out);
+extern void claims_digest(const char *value, int len, uint8 *digest);
+
+/* json_out.c: proto3 JSON output */
+typedef struct ClaimsJson
+{
+	JsonbParseState *state;
+	JsonbValue *result;
+	int			depth;
+	bool		in_array[16];
+} ClaimsJson;
+
+extern void claims_json_init(ClaimsJson *js);
+extern void claims_json_begin_object(ClaimsJson *js);
+extern void claims_json_end_object(ClaimsJson *js);
+extern void claims_json_begin_array(ClaimsJson *js);
+extern void claims_json_end_array(ClaimsJson *js);
+extern void claims_json_key(ClaimsJson *js, const char *key);
+extern void claims_json_string(ClaimsJson *js, const char *s, int len);
+extern void claims_json_cstring(ClaimsJson *js, const char *s);
+extern void claims_json_bool(ClaimsJson *js, bool b);
+extern void claims_json_int64_string(ClaimsJson *js, int64 v);
+extern void claims_json_number(ClaimsJson *js, int64 v);
+extern void claims_json_uuid(ClaimsJson *js, const pg_uuid_t *u);
+extern void claims_json_timestamp(ClaimsJson *js, TimestampTz ts);
+extern void claims_json_bytes(ClaimsJson *js, const char *data, int len);
+extern void claims_json_enum(ClaimsJson *js, ClaimsRegistryKind kind, int32 id);
+extern void claims_json_jsonb(ClaimsJson *js, Jsonb *jb);
+extern Jsonb *claims_json_finish(ClaimsJson *js);
+extern void claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc);
+extern char *claims_base64_encode(const char *data, int len, int *outlen);
+extern char *claims_uuid_string(const pg_uuid_t *u);
+extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);
+
+/* uuid7.c: time-ordered identifiers */
+extern void claims_uuid7_fill(pg_uuid_t *out, int n);
+
+/* claims.c: checks shared by the API functions */
+extern void claims_check_writable(const char *function);
+extern void claims_check_cell_id(int64 cell_id);
+
+#endif							/* CLAIMS_H */

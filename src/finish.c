@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * finish.c
+ *	  claims_commit and claims_rollback: finishing a lease.
+ *
+ * One statement locks the lease row, then its claim rows in the global row
+ * order, and applies the commit (creates become ACTIVE, destroys go,
+ * replaces take their new metadata) or its mirror image. Finishing a lease
+ * the same way twice succeeds and changes nothing; finishing it the other
+ * way fails loudly, so a late commit after reconciliation rolled the lease
+ * back is never lost silently.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims.h"
+
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(claims_commit);
+PG_FUNCTION_INFO_V1(claims_rollback);
+
+/*
+ * Commit (commit = true) or roll back the lease of (cell_id, lease_uuid).
+ */
+static void
+claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
+{
+	const char *fname = commit ? "claims_commit" : "claims_rollback";
+	int64		cell_id;
+	pg_uuid_t  *lease_uuid;
+	Datum		args[2];
+	int			ret;
+	bool		isnull;
+	int64		owner;
+	char	   *state;
+	char	   *uuid;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("cell_id must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lease_uuid must not be NULL")));
+	claims_check_writable(fname);
+	cell_id = PG_GETARG_INT64(0);
+	lease_uuid = PG_GETARG_UUID_P(1);
+	claims_check_cell_id(cell_id);
+	uuid = claims_uuid_string(lease_uuid);
+
+	claims_spi_begin(fcinfo);
+	args[0] = UUIDPGetDatum(lease_uuid);
+	args[1] = Int64GetDatum(cell_id);
+	ret = SPI_execute_plan(claims_plan(commit ? CLAIMS_PLAN_COMMIT : CLAIMS_PLAN_ROLLBACK),
+						   args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims: %s statement returned %s", fname, SPI_result_code_string(ret));
+
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("lease %s does not exist", uuid)));
+
+	owner = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	state = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+	if (owner != cell_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("lease %s belongs to another cell", uuid)));
+
+	if (strcmp(state, "committed") == 0 && !commit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot roll back lease %s: it was already committed", uuid),
+				 errhint("Undo a committed change with a new lease.")));
+	if (strcmp(state, "rolled_back") == 0 && commit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot commit lease %s: it was already rolled back", uuid),
+				 errdetail("Its creates were released and its destroys undone; other cells may have claimed the values since."),
+				 errhint("Claim the values again with a new lease.")));
+
+	SPI_finish();
+}
+
+/*
+ * claims_commit(cell_id bigint, lease_uuid uuid) returns void
+ */
+Datum
+claims_commit(PG_FUNCTION_ARGS)
+{
+	claims_finish_lease(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+/*
+ * claims_rollback(cell_id bigint, lease_uuid uuid) returns void
+ */
+Datum
+claims_rollback(PG_FUNCTION_ARGS)
+{
+	claims_finish_lease(fcinfo, false);
+	PG_RETURN_VOID();
+}

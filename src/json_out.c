@@ -1,0 +1,351 @@
+/*-------------------------------------------------------------------------
+ *
+ * json_out.c
+ *	  Building responses in the proto3 JSON mapping.
+ *
+ * snake_case field names, enums by name, int64 as decimal strings, bytes as
+ * standard base64 with padding, timestamps in UTC with a Z and 0, 3 or 6
+ * fractional digits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims.h"
+
+#include "datatype/timestamp.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/numeric.h"
+
+/* Token for a value at the current nesting level. */
+static JsonbIteratorToken
+claims_json_value_token(ClaimsJson *js)
+{
+	return js->in_array[js->depth] ? WJB_ELEM : WJB_VALUE;
+}
+
+/* Start an empty document. */
+void
+claims_json_init(ClaimsJson *js)
+{
+	memset(js, 0, sizeof(*js));
+}
+
+/* Open an object (as a value of the current key or array). */
+void
+claims_json_begin_object(ClaimsJson *js)
+{
+	js->result = pushJsonbValue(&js->state, WJB_BEGIN_OBJECT, NULL);
+	js->depth++;
+	Assert(js->depth < lengthof(js->in_array));
+	js->in_array[js->depth] = false;
+}
+
+/* Close the innermost object. */
+void
+claims_json_end_object(ClaimsJson *js)
+{
+	js->result = pushJsonbValue(&js->state, WJB_END_OBJECT, NULL);
+	js->depth--;
+}
+
+/* Open an array. */
+void
+claims_json_begin_array(ClaimsJson *js)
+{
+	js->result = pushJsonbValue(&js->state, WJB_BEGIN_ARRAY, NULL);
+	js->depth++;
+	Assert(js->depth < lengthof(js->in_array));
+	js->in_array[js->depth] = true;
+}
+
+/* Close the innermost array. */
+void
+claims_json_end_array(ClaimsJson *js)
+{
+	js->result = pushJsonbValue(&js->state, WJB_END_ARRAY, NULL);
+	js->depth--;
+}
+
+/* A member name. */
+void
+claims_json_key(ClaimsJson *js, const char *key)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) key;
+	v.val.string.len = strlen(key);
+	js->result = pushJsonbValue(&js->state, WJB_KEY, &v);
+}
+
+/* A string value (the bytes must outlive claims_json_finish). */
+void
+claims_json_string(ClaimsJson *js, const char *s, int len)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) s;
+	v.val.string.len = len;
+	js->result = pushJsonbValue(&js->state, claims_json_value_token(js), &v);
+}
+
+/* A NUL-terminated string value. */
+void
+claims_json_cstring(ClaimsJson *js, const char *s)
+{
+	claims_json_string(js, s, strlen(s));
+}
+
+/* A boolean value. */
+void
+claims_json_bool(ClaimsJson *js, bool b)
+{
+	JsonbValue	v;
+
+	v.type = jbvBool;
+	v.val.boolean = b;
+	js->result = pushJsonbValue(&js->state, claims_json_value_token(js), &v);
+}
+
+/* An int64, as proto3 JSON writes it: a decimal string. */
+void
+claims_json_int64_string(ClaimsJson *js, int64 n)
+{
+	claims_json_cstring(js, psprintf(INT64_FORMAT, n));
+}
+
+/* A JSON number. */
+void
+claims_json_number(ClaimsJson *js, int64 n)
+{
+	JsonbValue	v;
+
+	v.type = jbvNumeric;
+	v.val.numeric = int64_to_numeric(n);
+	js->result = pushJsonbValue(&js->state, claims_json_value_token(js), &v);
+}
+
+/* Canonical lower-case text of a UUID. */
+char *
+claims_uuid_string(const pg_uuid_t *u)
+{
+	static const char hex[] = "0123456789abcdef";
+	char	   *buf = palloc(37);
+	int			p = 0;
+
+	for (int i = 0; i < UUID_LEN; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			buf[p++] = '-';
+		buf[p++] = hex[u->data[i] >> 4];
+		buf[p++] = hex[u->data[i] & 0xF];
+	}
+	buf[p] = '\0';
+	return buf;
+}
+
+/* A UUID value. */
+void
+claims_json_uuid(ClaimsJson *js, const pg_uuid_t *u)
+{
+	claims_json_string(js, claims_uuid_string(u), 36);
+}
+
+/* A timestamp value, RFC 3339 in UTC. */
+void
+claims_json_timestamp(ClaimsJson *js, TimestampTz ts)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	char	   *s;
+
+	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	if (fsec == 0)
+		s = psprintf("%04d-%02d-%02dT%02d:%02d:%02dZ",
+					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	else if (fsec % 1000 == 0)
+		s = psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+					 (int) (fsec / 1000));
+	else
+		s = psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+					 (int) fsec);
+	claims_json_cstring(js, s);
+}
+
+/* Standard base64 with padding. */
+char *
+claims_base64_encode(const char *data, int len, int *outlen)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const uint8 *d = (const uint8 *) data;
+	char	   *out = palloc(((len + 2) / 3) * 4 + 1);
+	int			p = 0;
+	int			i;
+
+	for (i = 0; i + 2 < len; i += 3)
+	{
+		uint32		v = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
+
+		out[p++] = alphabet[(v >> 18) & 63];
+		out[p++] = alphabet[(v >> 12) & 63];
+		out[p++] = alphabet[(v >> 6) & 63];
+		out[p++] = alphabet[v & 63];
+	}
+	if (i < len)
+	{
+		uint32		v = d[i] << 16;
+
+		if (i + 1 < len)
+			v |= d[i + 1] << 8;
+		out[p++] = alphabet[(v >> 18) & 63];
+		out[p++] = alphabet[(v >> 12) & 63];
+		out[p++] = (i + 1 < len) ? alphabet[(v >> 6) & 63] : '=';
+		out[p++] = '=';
+	}
+	out[p] = '\0';
+	*outlen = p;
+	return out;
+}
+
+/* A bytes value. */
+void
+claims_json_bytes(ClaimsJson *js, const char *data, int len)
+{
+	int			outlen;
+	char	   *s = claims_base64_encode(data, len, &outlen);
+
+	claims_json_string(js, s, outlen);
+}
+
+/* An enum value by name, or by number when no longer registered. */
+void
+claims_json_enum(ClaimsJson *js, ClaimsRegistryKind kind, int32 id)
+{
+	const ClaimsTypeEntry *e = claims_type_by_id(kind, id);
+
+	if (e)
+		claims_json_cstring(js, e->name);
+	else
+		claims_json_number(js, id);
+}
+
+/* A nested JSON document. */
+void
+claims_json_jsonb(ClaimsJson *js, Jsonb *jb)
+{
+	JsonbValue	v;
+
+	v.type = jbvBinary;
+	v.val.binary.data = &jb->root;
+	v.val.binary.len = VARSIZE(jb) - VARHDRSZ;
+	js->result = pushJsonbValue(&js->state, claims_json_value_token(js), &v);
+}
+
+/* The finished document, in the current memory context. */
+Jsonb *
+claims_json_finish(ClaimsJson *js)
+{
+	Assert(js->depth == 0);
+	return JsonbValueToJsonb(js->result);
+}
+
+/* "{USERNAMES=alice}": how messages name a value. */
+char *
+claims_bucket_label(int32 bucket_type, const char *value, int len)
+{
+	const ClaimsTypeEntry *e = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
+
+	if (e)
+		return psprintf("{%s=%.*s}", e->name, len, value);
+	return psprintf("{%d=%.*s}", bucket_type, len, value);
+}
+
+/*
+ * A claims.v1 Record from a row with the columns of RECORD_COLUMNS
+ * (spi_plans.c).
+ */
+void
+claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc)
+{
+	bool		isnull;
+	int32		bucket_type = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+	text	   *value = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
+	bytea	   *source_id = DatumGetByteaPP(SPI_getbinval(tuple, desc, 7, &isnull));
+	Datum		d;
+	const ClaimsTypeEntry *bt = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
+
+	claims_json_begin_object(js);
+
+	claims_json_key(js, "uuid");
+	claims_json_uuid(js, DatumGetUUIDP(SPI_getbinval(tuple, desc, 1, &isnull)));
+
+	claims_json_key(js, "metadata");
+	claims_json_begin_object(js);
+	claims_json_key(js, "bucket");
+	claims_json_begin_object(js);
+	claims_json_key(js, "type");
+	claims_json_enum(js, CLAIMS_BUCKET_TYPES, bucket_type);
+	claims_json_key(js, "value");
+	claims_json_string(js, VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+	claims_json_end_object(js);
+
+	claims_json_key(js, "subject");
+	claims_json_begin_object(js);
+	claims_json_key(js, "type");
+	claims_json_enum(js, CLAIMS_SUBJECT_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull)));
+	claims_json_key(js, "id");
+	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, 5, &isnull)));
+	claims_json_end_object(js);
+
+	claims_json_key(js, "source");
+	claims_json_begin_object(js);
+	claims_json_key(js, "type");
+	claims_json_enum(js, CLAIMS_SOURCE_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, 6, &isnull)));
+	claims_json_key(js, "rails_primary_key_id");
+	claims_json_bytes(js, VARDATA_ANY(source_id), VARSIZE_ANY_EXHDR(source_id));
+	claims_json_end_object(js);
+
+	d = SPI_getbinval(tuple, desc, 8, &isnull);
+	if (!isnull)
+	{
+		claims_json_key(js, "user_data");
+		claims_json_jsonb(js, DatumGetJsonbP(d));
+	}
+
+	if (bt && bt->claim_field)
+	{
+		claims_json_key(js, "claim");
+		claims_json_begin_object(js);
+		claims_json_key(js, bt->claim_field);
+		claims_json_string(js, VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+		claims_json_end_object(js);
+	}
+	claims_json_end_object(js);
+
+	claims_json_key(js, "cell_id");
+	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, 9, &isnull)));
+
+	claims_json_key(js, "status");
+	claims_json_cstring(js, TextDatumGetCString(SPI_getbinval(tuple, desc, 11, &isnull)));
+
+	d = SPI_getbinval(tuple, desc, 10, &isnull);
+	if (!isnull)
+	{
+		claims_json_key(js, "lease_uuid");
+		claims_json_uuid(js, DatumGetUUIDP(d));
+	}
+
+	claims_json_key(js, "created_at");
+	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull)));
+	claims_json_key(js, "updated_at");
+	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, 13, &isnull)));
+
+	claims_json_end_object(js);
+}

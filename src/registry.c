@@ -1,0 +1,230 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.c
+ *	  Per-backend copy of the bucket, subject and source type registries.
+ *
+ * Operators add types with an INSERT. A statement trigger on each registry
+ * table sends a relcache invalidation, and the callback here drops the copy
+ * so that the next request reloads it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims.h"
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(claims_registry_changed);
+
+static MemoryContext registry_cxt = NULL;
+static bool registry_valid = false;
+static Oid	registry_schema = InvalidOid;
+static Oid	registry_relids[CLAIMS_REGISTRY_KINDS];
+static ClaimsTypeEntry *registry_entries[CLAIMS_REGISTRY_KINDS];
+static int	registry_count[CLAIMS_REGISTRY_KINDS];
+
+static const char *const registry_tables[CLAIMS_REGISTRY_KINDS] = {
+	"claim_bucket_types", "claim_subject_types", "claim_source_types"
+};
+static const char *const registry_labels[CLAIMS_REGISTRY_KINDS] = {
+	"bucket type", "subject type", "source type"
+};
+static const ClaimsPlanId registry_plans[CLAIMS_REGISTRY_KINDS] = {
+	CLAIMS_PLAN_REGISTRY_BUCKETS, CLAIMS_PLAN_REGISTRY_SUBJECTS, CLAIMS_PLAN_REGISTRY_SOURCES
+};
+
+/*
+ * Drop the copy when a registry table (or everything) is invalidated.
+ */
+static void
+claims_registry_invalidate(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid))
+	{
+		registry_valid = false;
+		return;
+	}
+	for (int k = 0; k < CLAIMS_REGISTRY_KINDS; k++)
+		if (registry_relids[k] == relid)
+			registry_valid = false;
+}
+
+/*
+ * Register the invalidation callback once per backend.
+ */
+void
+claims_registry_init(void)
+{
+	CacheRegisterRelcacheCallback(claims_registry_invalidate, (Datum) 0);
+}
+
+/*
+ * Statement trigger on the registry tables: tell every backend to reload.
+ */
+Datum
+claims_registry_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "claims_registry_changed: not called by trigger manager");
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * Load one registry through its prepared statement into registry_cxt.
+ */
+static void
+claims_registry_load_kind(ClaimsRegistryKind kind)
+{
+	int			ret;
+	uint64		n;
+	ClaimsTypeEntry *entries;
+	Oid			nsp = claims_schema_oid();
+
+	registry_relids[kind] = get_relname_relid(registry_tables[kind], nsp);
+
+	ret = SPI_execute_plan(claims_plan(registry_plans[kind]), NULL, NULL, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims: loading %s failed: %s", registry_tables[kind], SPI_result_code_string(ret));
+
+	n = SPI_processed;
+	entries = MemoryContextAllocZero(registry_cxt, sizeof(ClaimsTypeEntry) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+		ClaimsTypeEntry *e = &entries[i];
+		MemoryContext old;
+
+		e->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		old = MemoryContextSwitchTo(registry_cxt);
+		e->name = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		e->claim_field = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		e->integer_valued = isnull ? false : DatumGetBool(d);
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		if (!isnull)
+		{
+			ArrayType  *arr = DatumGetArrayTypeP(d);
+			Datum	   *elems;
+			bool	   *nulls;
+			int			nelems;
+
+			deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
+			e->aliases = palloc(sizeof(char *) * Max(nelems, 1));
+			for (int j = 0; j < nelems; j++)
+				if (!nulls[j])
+					e->aliases[e->naliases++] = TextDatumGetCString(elems[j]);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	registry_entries[kind] = entries;
+	registry_count[kind] = (int) n;
+}
+
+/*
+ * Make sure the copy is current; needs an open SPI connection.
+ */
+static void
+claims_registry_ensure(void)
+{
+	if (registry_valid && registry_schema == claims_schema_oid())
+		return;
+
+	if (registry_cxt == NULL)
+		registry_cxt = AllocSetContextCreate(TopMemoryContext, "claims registry",
+											 ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(registry_cxt);
+
+	/* An invalidation arriving while we load makes the next call reload. */
+	registry_valid = true;
+	registry_schema = claims_schema_oid();
+	PG_TRY();
+	{
+		for (int k = 0; k < CLAIMS_REGISTRY_KINDS; k++)
+			claims_registry_load_kind((ClaimsRegistryKind) k);
+	}
+	PG_CATCH();
+	{
+		registry_valid = false;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The registered type with this number, or NULL.
+ */
+const ClaimsTypeEntry *
+claims_type_by_id(ClaimsRegistryKind kind, int32 id)
+{
+	claims_registry_ensure();
+	for (int i = 0; i < registry_count[kind]; i++)
+		if (registry_entries[kind][i].id == id)
+			return &registry_entries[kind][i];
+	return NULL;
+}
+
+/*
+ * The registered type with this name or older alias, or NULL.
+ */
+const ClaimsTypeEntry *
+claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len)
+{
+	claims_registry_ensure();
+	for (int i = 0; i < registry_count[kind]; i++)
+	{
+		ClaimsTypeEntry *e = &registry_entries[kind][i];
+
+		if ((int) strlen(e->name) == len && memcmp(e->name, name, len) == 0)
+			return e;
+		for (int j = 0; j < e->naliases; j++)
+			if ((int) strlen(e->aliases[j]) == len && memcmp(e->aliases[j], name, len) == 0)
+				return e;
+	}
+	return NULL;
+}
+
+/*
+ * The bucket type whose types.v1.Claim field has this name (snake_case or
+ * lowerCamelCase), or NULL.
+ */
+const ClaimsTypeEntry *
+claims_bucket_type_by_field(const char *field, int len)
+{
+	claims_registry_ensure();
+	for (int i = 0; i < registry_count[CLAIMS_BUCKET_TYPES]; i++)
+	{
+		ClaimsTypeEntry *e = &registry_entries[CLAIMS_BUCKET_TYPES][i];
+
+		if (e->claim_field && claims_key_matches(field, len, e->claim_field))
+			return e;
+	}
+	return NULL;
+}
+
+/* Human name of a registry, for messages. */
+const char *
+claims_registry_kind_label(ClaimsRegistryKind kind)
+{
+	return registry_labels[kind];
+}
+
+/* Table holding a registry, for hints. */
+const char *
+claims_registry_table(ClaimsRegistryKind kind)
+{
+	return registry_tables[kind];
+}

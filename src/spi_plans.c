@@ -1,0 +1,310 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi_plans.c
+ *	  The SQL the extension runs, prepared once per backend.
+ *
+ * Every statement names the extension's schema explicitly and takes values
+ * only as parameters. The API functions run with search_path pinned to
+ * pg_catalog, so the saved plans are never re-parsed under a caller's path.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+/* Columns of a claim as claims_json_record reads them. */
+#define RECORD_COLUMNS \
+	"uuid, bucket_type, bucket_value, subject_type, subject_id, source_type, " \
+	"source_id, user_data, creator_id, lease_uuid, status::text, created_at, updated_at"
+
+typedef struct ClaimsPlanDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[16];
+} ClaimsPlanDef;
+
+static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
+	[CLAIMS_PLAN_BEGIN] = {
+		"WITH lease AS ("
+		"  INSERT INTO @extschema@.claim_leases"
+		"    (uuid, creator_id, payload, claim_types, claim_digests)"
+		"  VALUES ($1, $2, $3, $5, $7)"
+		"  ON CONFLICT (uuid) DO NOTHING"
+		"  RETURNING uuid"
+		"), touched AS ("
+		"  INSERT INTO @extschema@.claims AS c"
+		"    (uuid, bucket_type, bucket_value, bucket_digest, subject_type, subject_id,"
+		"     source_type, source_id, user_data, creator_id, lease_uuid, status,"
+		"     replace_subject_type, replace_subject_id, replace_source_type,"
+		"     replace_source_id, replace_user_data)"
+		"  SELECT r.uuid, r.bucket_type, r.bucket_value, r.bucket_digest,"
+		"     coalesce(r.subject_type, 0), coalesce(r.subject_id, 0),"
+		"     coalesce(r.source_type, 0), coalesce(r.source_id, '\\x00'::bytea),"
+		"     r.user_data, $2, l.uuid,"
+		"     (CASE WHEN r.op = 1 THEN 'LEASE_CREATING' ELSE 'LEASE_DESTROYING' END)::@extschema@.claim_status,"
+		"     CASE WHEN r.op = 3 THEN r.subject_type END,"
+		"     CASE WHEN r.op = 3 THEN r.subject_id END,"
+		"     CASE WHEN r.op = 3 THEN r.source_type END,"
+		"     CASE WHEN r.op = 3 THEN r.source_id END,"
+		"     CASE WHEN r.op = 3 THEN r.user_data END"
+		"  FROM unnest($4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+		"       AS r(op, bucket_type, bucket_value, bucket_digest, subject_type, subject_id,"
+		"            source_type, source_id, user_data, uuid)"
+		"  CROSS JOIN lease l"
+		"  ORDER BY r.bucket_type, r.bucket_digest"
+		"  ON CONFLICT (bucket_type, bucket_digest) DO UPDATE"
+		"  SET lease_uuid = excluded.lease_uuid,"
+		"      status = 'LEASE_DESTROYING',"
+		"      replace_subject_type = excluded.replace_subject_type,"
+		"      replace_subject_id = excluded.replace_subject_id,"
+		"      replace_source_type = excluded.replace_source_type,"
+		"      replace_source_id = excluded.replace_source_id,"
+		"      replace_user_data = excluded.replace_user_data,"
+		"      updated_at = now()"
+		"  WHERE excluded.status = 'LEASE_DESTROYING'"
+		"    AND c.lease_uuid IS NULL"
+		"    AND c.creator_id = excluded.creator_id"
+		"    AND c.bucket_value = excluded.bucket_value"
+		"  RETURNING c.uuid = ANY ($14) AS placeholder"
+		")"
+		" SELECT (SELECT count(*) FROM lease), count(*),"
+		"        count(*) FILTER (WHERE placeholder)"
+		" FROM touched",
+		14,
+		{UUIDOID, INT8OID, JSONBOID, INT2ARRAYOID, INT4ARRAYOID, TEXTARRAYOID,
+			BYTEAARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID,
+		JSONBARRAYOID, UUIDARRAYOID, UUIDARRAYOID}
+	},
+	[CLAIMS_PLAN_LEASE_LOOKUP] = {
+		"SELECT creator_id, payload, state::text FROM @extschema@.claim_leases WHERE uuid = $1",
+		1, {UUIDOID}
+	},
+	[CLAIMS_PLAN_CLASSIFY] = {
+		"SELECT c.uuid, c.creator_id, c.lease_uuid"
+		" FROM unnest($1, $2) WITH ORDINALITY AS k(bucket_type, bucket_digest, i)"
+		" LEFT JOIN @extschema@.claims c"
+		"   ON c.bucket_type = k.bucket_type AND c.bucket_digest = k.bucket_digest"
+		" ORDER BY k.i",
+		2, {INT4ARRAYOID, BYTEAARRAYOID}
+	},
+	[CLAIMS_PLAN_COMMIT] = {
+		"WITH lease AS ("
+		"  SELECT uuid, creator_id, state, claim_types, claim_digests"
+		"  FROM @extschema@.claim_leases WHERE uuid = $1 FOR UPDATE"
+		"), act AS ("
+		"  SELECT * FROM lease WHERE creator_id = $2 AND state = 'outstanding'"
+		"), locked AS ("
+		"  SELECT c.uuid, c.status, c.replace_subject_type IS NOT NULL AS replacing"
+		"  FROM act CROSS JOIN LATERAL unnest(act.claim_types, act.claim_digests)"
+		"       AS k(bucket_type, bucket_digest)"
+		"  JOIN @extschema@.claims c"
+		"    ON c.bucket_type = k.bucket_type AND c.bucket_digest = k.bucket_digest"
+		"  WHERE c.lease_uuid = act.uuid"
+		"  ORDER BY c.bucket_type, c.bucket_digest"
+		"  FOR UPDATE OF c"
+		"), gone AS ("
+		"  DELETE FROM @extschema@.claims c USING locked l"
+		"  WHERE c.uuid = l.uuid AND l.status = 'LEASE_DESTROYING' AND NOT l.replacing"
+		"  RETURNING 1"
+		"), kept AS ("
+		"  UPDATE @extschema@.claims c"
+		"  SET status = 'ACTIVE', lease_uuid = NULL,"
+		"      subject_type = CASE WHEN l.replacing THEN c.replace_subject_type ELSE c.subject_type END,"
+		"      subject_id = CASE WHEN l.replacing THEN c.replace_subject_id ELSE c.subject_id END,"
+		"      source_type = CASE WHEN l.replacing THEN c.replace_source_type ELSE c.source_type END,"
+		"      source_id = CASE WHEN l.replacing THEN c.replace_source_id ELSE c.source_id END,"
+		"      user_data = CASE WHEN l.replacing THEN c.replace_user_data ELSE c.user_data END,"
+		"      replace_subject_type = NULL, replace_subject_id = NULL,"
+		"      replace_source_type = NULL, replace_source_id = NULL,"
+		"      replace_user_data = NULL, updated_at = now()"
+		"  FROM locked l"
+		"  WHERE c.uuid = l.uuid AND (l.status = 'LEASE_CREATING' OR l.replacing)"
+		"  RETURNING 1"
+		"), done AS ("
+		"  UPDATE @extschema@.claim_leases le"
+		"  SET state = 'committed', updated_at = now(), finished_at = now()"
+		"  FROM act WHERE le.uuid = act.uuid"
+		"  RETURNING 1"
+		")"
+		" SELECT lease.creator_id, lease.state::text,"
+		"        (SELECT count(*) FROM gone), (SELECT count(*) FROM kept),"
+		"        (SELECT count(*) FROM done)"
+		" FROM lease",
+		2, {UUIDOID, INT8OID}
+	},
+	[CLAIMS_PLAN_ROLLBACK] = {
+		"WITH lease AS ("
+		"  SELECT uuid, creator_id, state, claim_types, claim_digests"
+		"  FROM @extschema@.claim_leases WHERE uuid = $1 FOR UPDATE"
+		"), act AS ("
+		"  SELECT * FROM lease WHERE creator_id = $2 AND state = 'outstanding'"
+		"), locked AS ("
+		"  SELECT c.uuid, c.status"
+		"  FROM act CROSS JOIN LATERAL unnest(act.claim_types, act.claim_digests)"
+		"       AS k(bucket_type, bucket_digest)"
+		"  JOIN @extschema@.claims c"
+		"    ON c.bucket_type = k.bucket_type AND c.bucket_digest = k.bucket_digest"
+		"  WHERE c.lease_uuid = act.uuid"
+		"  ORDER BY c.bucket_type, c.bucket_digest"
+		"  FOR UPDATE OF c"
+		"), gone AS ("
+		"  DELETE FROM @extschema@.claims c USING locked l"
+		"  WHERE c.uuid = l.uuid AND l.status = 'LEASE_CREATING'"
+		"  RETURNING 1"
+		"), kept AS ("
+		"  UPDATE @extschema@.claims c"
+		"  SET status = 'ACTIVE', lease_uuid = NULL,"
+		"      replace_subject_type = NULL, replace_subject_id = NULL,"
+		"      replace_source_type = NULL, replace_source_id = NULL,"
+		"      replace_user_data = NULL, updated_at = now()"
+		"  FROM locked l"
+		"  WHERE c.uuid = l.uuid AND l.status = 'LEASE_DESTROYING'"
+		"  RETURNING 1"
+		"), done AS ("
+		"  UPDATE @extschema@.claim_leases le"
+		"  SET state = 'rolled_back', updated_at = now(), finished_at = now()"
+		"  FROM act WHERE le.uuid = act.uuid"
+		"  RETURNING 1"
+		")"
+		" SELECT lease.creator_id, lease.state::text,"
+		"        (SELECT count(*) FROM gone), (SELECT count(*) FROM kept),"
+		"        (SELECT count(*) FROM done)"
+		" FROM lease",
+		2, {UUIDOID, INT8OID}
+	},
+	[CLAIMS_PLAN_GET_RECORD] = {
+		"SELECT " RECORD_COLUMNS " FROM @extschema@.claims"
+		" WHERE bucket_type = $1 AND bucket_digest = $2 AND bucket_value = $3",
+		3, {INT4OID, BYTEAOID, TEXTOID}
+	},
+	[CLAIMS_PLAN_LIST_LEASES] = {
+		"SELECT uuid, created_at, updated_at FROM @extschema@.claim_leases"
+		" WHERE creator_id = $1 AND state = 'outstanding'"
+		"   AND created_at > $2 AND (created_at, uuid) > ($3, $4)"
+		" ORDER BY created_at, uuid LIMIT $5",
+		5, {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, UUIDOID, INT4OID}
+	},
+	[CLAIMS_PLAN_LIST_RECORDS] = {
+		"SELECT " RECORD_COLUMNS " FROM @extschema@.claims"
+		" WHERE creator_id = $1 AND source_type = $2 AND source_id > $3"
+		"   AND (cardinality($4) = 0 OR bucket_type = ANY ($4))"
+		" ORDER BY source_id, bucket_type, bucket_digest LIMIT $5",
+		5, {INT8OID, INT4OID, BYTEAOID, INT4ARRAYOID, INT4OID}
+	},
+	[CLAIMS_PLAN_LIST_RECORDS_LTE] = {
+		"SELECT " RECORD_COLUMNS " FROM @extschema@.claims"
+		" WHERE creator_id = $1 AND source_type = $2 AND source_id > $3"
+		"   AND source_id <= $6"
+		"   AND (cardinality($4) = 0 OR bucket_type = ANY ($4))"
+		" ORDER BY source_id, bucket_type, bucket_digest LIMIT $5",
+		6, {INT8OID, INT4OID, BYTEAOID, INT4ARRAYOID, INT4OID, BYTEAOID}
+	},
+	[CLAIMS_PLAN_LIST_RECORDS_GROUP] = {
+		"SELECT " RECORD_COLUMNS " FROM @extschema@.claims"
+		" WHERE creator_id = $1 AND source_type = $2 AND source_id = $3"
+		"   AND (cardinality($4) = 0 OR bucket_type = ANY ($4))"
+		" ORDER BY source_id, bucket_type, bucket_digest",
+		4, {INT8OID, INT4OID, BYTEAOID, INT4ARRAYOID}
+	},
+	[CLAIMS_PLAN_REGISTRY_BUCKETS] = {
+		"SELECT type_id, name, claim_field, integer_valued, aliases"
+		" FROM @extschema@.claim_bucket_types ORDER BY type_id",
+		0, {InvalidOid}
+	},
+	[CLAIMS_PLAN_REGISTRY_SUBJECTS] = {
+		"SELECT type_id, name, NULL::text, false, aliases"
+		" FROM @extschema@.claim_subject_types ORDER BY type_id",
+		0, {InvalidOid}
+	},
+	[CLAIMS_PLAN_REGISTRY_SOURCES] = {
+		"SELECT type_id, name, NULL::text, false, aliases"
+		" FROM @extschema@.claim_source_types ORDER BY type_id",
+		0, {InvalidOid}
+	},
+};
+
+static SPIPlanPtr plans[CLAIMS_NUM_PLANS];
+static Oid	plans_schema = InvalidOid;
+static Oid	claims_current_nsp = InvalidOid;
+
+/*
+ * Connect to SPI for an API call and note the extension's schema (the
+ * schema of the called function). A schema change (DROP and CREATE
+ * EXTENSION elsewhere) drops the saved plans.
+ */
+void
+claims_spi_begin(FunctionCallInfo fcinfo)
+{
+	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims: SPI_connect failed");
+
+	claims_current_nsp = nsp;
+	if (plans_schema != nsp)
+	{
+		for (int i = 0; i < CLAIMS_NUM_PLANS; i++)
+		{
+			if (plans[i])
+				SPI_freeplan(plans[i]);
+			plans[i] = NULL;
+		}
+		plans_schema = nsp;
+	}
+}
+
+/* The schema the extension lives in. */
+Oid
+claims_schema_oid(void)
+{
+	return claims_current_nsp;
+}
+
+/*
+ * Replace @extschema@ in a statement with the quoted schema name.
+ */
+static char *
+claims_expand_schema(const char *sql)
+{
+	const char *schema = quote_identifier(get_namespace_name(claims_current_nsp));
+	StringInfoData buf;
+	const char *p = sql;
+	const char *hit;
+
+	initStringInfo(&buf);
+	while ((hit = strstr(p, "@extschema@")) != NULL)
+	{
+		appendBinaryStringInfo(&buf, p, hit - p);
+		appendStringInfoString(&buf, schema);
+		p = hit + strlen("@extschema@");
+	}
+	appendStringInfoString(&buf, p);
+	return buf.data;
+}
+
+/*
+ * The saved plan of a statement, prepared on first use.
+ */
+SPIPlanPtr
+claims_plan(ClaimsPlanId id)
+{
+	if (plans[id] == NULL)
+	{
+		const ClaimsPlanDef *def = &plan_defs[id];
+		char	   *sql = claims_expand_schema(def->sql);
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
+		if (plan == NULL)
+			elog(ERROR, "claims: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "claims: SPI_keepplan failed");
+		plans[id] = plan;
+		pfree(sql);
+	}
+	return plans[id];
+}
