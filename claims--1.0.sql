@@ -190,19 +190,19 @@ SET search_path = pg_catalog, pg_temp;
 CREATE FUNCTION @extschema@.claims_get_record(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_get_record'
-LANGUAGE C STABLE SECURITY DEFINER PARALLEL SAFE
+LANGUAGE C STABLE SECURITY DEFINER PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_list_leases(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_list_leases'
-LANGUAGE C STABLE SECURITY DEFINER PARALLEL SAFE
+LANGUAGE C STABLE SECURITY DEFINER PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_list_records(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_list_records'
-LANGUAGE C STABLE SECURITY DEFINER PARALLEL SAFE
+LANGUAGE C STABLE SECURITY DEFINER PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION @extschema@.claims_begin_update(jsonb) IS
