@@ -1,0 +1,110 @@
+-- demo.sql: a short tour of the claims API for psql.
+--
+-- Two cells (1 and 2) compete for the same username: cell 1 leases it,
+-- cell 2 is refused while the lease is outstanding (SQLSTATE 55P03) and
+-- after cell 1 commits (23505); cell 2 leases another name and rolls it
+-- back; finally cell 1 releases its name again.
+--
+-- Run it with: psql -X -h 127.0.0.1 -p 5499 -U claims -f scripts/demo.sql claims
+-- (scripts/run.sh does). Values are unique per run, so it can be run any
+-- number of times on the same database.
+
+\set ON_ERROR_STOP 1
+\set QUIET on
+\pset pager off
+SET search_path = public;
+\set QUIET off
+\set ECHO queries
+\set VERBOSITY verbose
+
+-- A suffix unique to this run.
+SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS run \gset
+\set alice 'alice-' :run
+\set bob 'bob-' :run
+\echo
+\echo '== Usernames for this run:' :alice 'and' :bob
+
+\echo
+\echo '== 1. Cell 1 starts claiming' :alice '(a lease: nothing is final yet)'
+SELECT response, response ->> 'lease_uuid' AS lease
+FROM claims_begin_update(jsonb_build_object(
+    'cell_id', 1,
+    'create_records', jsonb_build_array(jsonb_build_object(
+        'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice'),
+        'subject', jsonb_build_object('type', 'USER', 'id', 42),
+        'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 42))),
+    'destroy_records', '[]'::jsonb)) AS response \gset cell1_
+\echo 'begin_update returned:' :cell1_response
+
+\echo
+\echo '== The record is held by the lease, and the lease is outstanding'
+SELECT jsonb_pretty(claims_get_record(jsonb_build_object(
+    'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice')))) AS record;
+SELECT jsonb_pretty(claims_list_leases('{"cell_id": 1}')) AS cell_1_leases;
+
+\echo
+\echo '== 2. Cell 2 tries to claim' :alice 'while cell 1''s lease is outstanding'
+\echo '==    (expected: an error with SQLSTATE 55P03)'
+\set ON_ERROR_STOP 0
+SELECT claims_begin_update(jsonb_build_object(
+    'cell_id', 2,
+    'create_records', jsonb_build_array(jsonb_build_object(
+        'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice'),
+        'subject', jsonb_build_object('type', 'USER', 'id', 7),
+        'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 7))),
+    'destroy_records', '[]'::jsonb));
+\set ON_ERROR_STOP 1
+\echo 'SQLSTATE of that error:' :LAST_ERROR_SQLSTATE
+
+\echo
+\echo '== 3. Cell 1 commits its lease:' :alice 'is now ACTIVE and owned by cell 1'
+SELECT claims_commit(1, :'cell1_lease');
+SELECT jsonb_pretty(claims_get_record(jsonb_build_object(
+    'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice')))) AS record;
+
+\echo
+\echo '== 4. Cell 2 tries again now that the claim is committed'
+\echo '==    (expected: an error with SQLSTATE 23505)'
+\set ON_ERROR_STOP 0
+SELECT claims_begin_update(jsonb_build_object(
+    'cell_id', 2,
+    'create_records', jsonb_build_array(jsonb_build_object(
+        'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice'),
+        'subject', jsonb_build_object('type', 'USER', 'id', 7),
+        'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 7))),
+    'destroy_records', '[]'::jsonb));
+\set ON_ERROR_STOP 1
+\echo 'SQLSTATE of that error:' :LAST_ERROR_SQLSTATE
+
+\echo
+\echo '== 5. Cell 2 leases' :bob 'instead, then rolls the lease back'
+SELECT response, response ->> 'lease_uuid' AS lease
+FROM claims_begin_update(jsonb_build_object(
+    'cell_id', 2,
+    'create_records', jsonb_build_array(jsonb_build_object(
+        'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'bob'),
+        'subject', jsonb_build_object('type', 'USER', 'id', 7),
+        'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 7))),
+    'destroy_records', '[]'::jsonb)) AS response \gset cell2_
+\echo 'begin_update returned:' :cell2_response
+SELECT jsonb_pretty(claims_list_leases('{"cell_id": 2}')) AS cell_2_leases;
+SELECT claims_rollback(2, :'cell2_lease');
+\echo 'After the rollback' :bob 'is unclaimed again (get_record returns NULL):'
+SELECT claims_get_record(jsonb_build_object(
+    'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'bob'))) IS NULL AS unclaimed;
+
+\echo
+\echo '== 6. Cell 1 releases' :alice '(a lease that destroys the record, then commit)'
+SELECT response, response ->> 'lease_uuid' AS lease
+FROM claims_begin_update(jsonb_build_object(
+    'cell_id', 1,
+    'create_records', '[]'::jsonb,
+    'destroy_records', jsonb_build_array(jsonb_build_object(
+        'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice'))))) AS response \gset release_
+\echo 'begin_update returned:' :release_response
+SELECT claims_commit(1, :'release_lease');
+SELECT claims_get_record(jsonb_build_object(
+    'bucket', jsonb_build_object('type', 'USERNAMES', 'value', :'alice'))) IS NULL AS unclaimed;
+
+\echo
+\echo '== Done: both cells have no outstanding lease from this run.'

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# deps.sh: make sure this Debian 12 machine has what building, running and
+# testing the claims extension needs, and an unprivileged OS user ("claims")
+# to own PostgreSQL servers (initdb refuses to run as root).
+# Safe to run any number of times; it installs only what is missing.
+set -u
+
+PACKAGES=(
+    make
+    gcc
+    postgresql-15
+    postgresql-server-dev-15
+    postgresql-15-pgtap
+    libtap-parser-sourcehandler-pgtap-perl
+    libipc-run-perl
+)
+RUN_USER="${CLAIMS_OS_USER:-claims}"
+
+# Print the packages of PACKAGES that dpkg does not report as installed.
+missing_packages() {
+    local pkg status
+    for pkg in "${PACKAGES[@]}"; do
+        status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+        if [ "$status" != "install ok installed" ]; then
+            echo "$pkg"
+        fi
+    done
+}
+
+# Install the missing packages (root only); otherwise say what to install.
+install_packages() {
+    local missing
+    mapfile -t missing < <(missing_packages)
+    if [ "${#missing[@]}" -eq 0 ]; then
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "deps.sh: missing packages: ${missing[*]}" >&2
+        echo "deps.sh: install them as root with:" >&2
+        echo "    apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+        return 1
+    fi
+    echo "deps.sh: installing ${missing[*]}"
+    apt-get update || return 1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" || return 1
+    mapfile -t missing < <(missing_packages)
+    if [ "${#missing[@]}" -ne 0 ]; then
+        echo "deps.sh: still missing after install: ${missing[*]}" >&2
+        return 1
+    fi
+}
+
+# Create the unprivileged server/test user when running as root.
+ensure_user() {
+    if [ "$(id -u)" -ne 0 ]; then
+        return 0
+    fi
+    if ! id -u "$RUN_USER" >/dev/null 2>&1; then
+        echo "deps.sh: creating system user $RUN_USER"
+        useradd --system --create-home --shell /bin/bash "$RUN_USER" || return 1
+    fi
+}
+
+install_packages || exit 1
+ensure_user || exit 1
+exit 0

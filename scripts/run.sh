@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# run.sh: build and install the claims extension, start a local PostgreSQL 15
+# server with it preloaded, and run the demo (`make run`).
+#
+# As root on a fresh Debian 12 machine: installs the packages (scripts/deps.sh),
+# builds and installs the extension, and runs the server as the unprivileged
+# "claims" OS user. As another user: uses the installed extension and runs
+# the server as that user.
+#
+# The server keeps its data in .run/data and its log in .run/server.log,
+# listens on 127.0.0.1 and on a socket in .run/, port 5499, and has a
+# database "claims" with the extension created. Running this again reuses
+# the running server (restarting it only when the installed library or the
+# settings changed). `make stop` stops it.
+#
+# Environment: PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
+# CLAIMS_OS_USER (default claims), CLAIMS_PORT (default 5499).
+set -u
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
+PORT="${CLAIMS_PORT:-5499}"
+RUN_DIR="$REPO/.run"
+DATA="$RUN_DIR/data"
+LOG="$RUN_DIR/server.log"
+DBNAME=claims
+if [ "$(id -u)" -eq 0 ]; then
+    RUN_USER="${CLAIMS_OS_USER:-claims}"
+else
+    RUN_USER="$(id -un)"
+fi
+
+# Print an error and exit.
+die() {
+    echo "run.sh: $*" >&2
+    exit 1
+}
+
+# Run a command as the server's OS user.
+as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u "$RUN_USER" -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# Build and install the extension (root), or check that it is installed.
+build_and_install() {
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "run.sh: building and installing the extension"
+        make -C "$REPO" PG_CONFIG="$PG_CONFIG" >/dev/null || die "build failed"
+        make -C "$REPO" PG_CONFIG="$PG_CONFIG" install >/dev/null || die "make install failed"
+    elif [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ]; then
+        die "the claims extension is not installed; run 'make install' as root first"
+    fi
+}
+
+# Give the server's user search (o+x) access to every directory above the
+# repository that it cannot traverse yet, so it can reach .run/data.
+ensure_traversable() {
+    local dir="$REPO"
+    [ "$(id -u)" -eq 0 ] || return 0
+    while [ -n "$dir" ] && [ "$dir" != "/" ]; do
+        if ! runuser -u "$RUN_USER" -- test -x "$dir"; then
+            echo "run.sh: chmod o+x $dir (so $RUN_USER can reach .run/)"
+            chmod o+x "$dir" || die "cannot chmod o+x $dir"
+        fi
+        dir="$(dirname "$dir")"
+    done
+    if ! runuser -u "$RUN_USER" -- test -r "$REPO/scripts/demo.sql"; then
+        chmod o+r "$REPO/scripts/demo.sql" || die "cannot make scripts/demo.sql readable for $RUN_USER"
+    fi
+}
+
+# Create .run/ (owned by the server's user) and choose the socket directory:
+# .run/ itself, or a directory under /tmp when the path is too long for a
+# Unix socket name.
+prepare_run_dir() {
+    mkdir -p "$RUN_DIR" || die "cannot create $RUN_DIR"
+    if [ "$(id -u)" -eq 0 ]; then
+        chown "$RUN_USER:" "$RUN_DIR" || die "cannot chown $RUN_DIR"
+    fi
+    chmod 755 "$RUN_DIR"
+    SOCK_DIR="$RUN_DIR"
+    if [ $((${#SOCK_DIR} + 20)) -gt 100 ]; then
+        SOCK_DIR="/tmp/claims-run-$RUN_USER-$PORT"
+        mkdir -p "$SOCK_DIR" || die "cannot create $SOCK_DIR"
+        [ "$(id -u)" -eq 0 ] && chown "$RUN_USER:" "$SOCK_DIR"
+        chmod 755 "$SOCK_DIR"
+    fi
+    ensure_traversable
+}
+
+# initdb .run/data unless it already holds a cluster.
+init_data() {
+    if [ -f "$DATA/PG_VERSION" ]; then
+        return 0
+    fi
+    echo "run.sh: initializing $DATA"
+    as_owner "$BINDIR/initdb" -D "$DATA" -U "$RUN_USER" -A trust -E UTF8 --locale=C.UTF-8 \
+        >"$RUN_DIR/initdb.log" 2>&1 || {
+        tail -n 30 "$RUN_DIR/initdb.log"
+        die "initdb failed"
+    }
+    if [ "$(id -u)" -eq 0 ]; then
+        chown "$RUN_USER:" "$RUN_DIR/initdb.log"
+    fi
+}
+
+# Write the server settings to .run/data/claims_run.conf (included from
+# postgresql.conf). Sets CONF_CHANGED=1 when the file changed.
+write_conf() {
+    local conf="$DATA/claims_run.conf" new
+    new="$(
+        echo "# Written by scripts/run.sh; changes here are overwritten."
+        echo "port = $PORT"
+        echo "listen_addresses = '127.0.0.1'"
+        echo "unix_socket_directories = '$SOCK_DIR'"
+        echo "shared_preload_libraries = 'claims'"
+        echo "logging_collector = off"
+    )"
+    CONF_CHANGED=0
+    if [ ! -f "$conf" ] || [ "$(cat "$conf")" != "$new" ]; then
+        printf '%s\n' "$new" | as_owner tee "$conf" >/dev/null || die "cannot write $conf"
+        CONF_CHANGED=1
+    fi
+    if ! grep -q "^include_if_exists = 'claims_run.conf'" "$DATA/postgresql.conf"; then
+        printf "\ninclude_if_exists = 'claims_run.conf'\n" |
+            as_owner tee -a "$DATA/postgresql.conf" >/dev/null || die "cannot edit postgresql.conf"
+        CONF_CHANGED=1
+    fi
+}
+
+# Checksum of the installed library, to notice a rebuilt extension.
+library_sum() {
+    sha256sum "$PKGLIBDIR/claims.so" 2>/dev/null | cut -d' ' -f1
+}
+
+# Start the server, or reuse it when it is already running (restarting it
+# when its settings or the installed library changed since it started).
+start_server() {
+    local sum started_sum=""
+    sum="$(library_sum)"
+    [ -f "$RUN_DIR/library.sha256" ] && started_sum="$(cat "$RUN_DIR/library.sha256")"
+    if as_owner "$BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+        if [ "$CONF_CHANGED" = 1 ] || [ "$sum" != "$started_sum" ]; then
+            echo "run.sh: settings or library changed; restarting the server"
+            as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -m fast -w -t 60 restart >/dev/null || {
+                tail -n 30 "$LOG"
+                die "restart failed; see $LOG"
+            }
+        else
+            echo "run.sh: reusing the running server (port $PORT)"
+            return 0
+        fi
+    else
+        echo "run.sh: starting the server on port $PORT (log: $LOG)"
+        as_owner touch "$LOG"
+        as_owner "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || {
+            tail -n 30 "$LOG"
+            die "the server did not start; see $LOG"
+        }
+    fi
+    echo "$sum" | as_owner tee "$RUN_DIR/library.sha256" >/dev/null
+}
+
+# Run psql as the server's user against this server.
+psql_run() {
+    as_owner "$BINDIR/psql" -X -h "$SOCK_DIR" -p "$PORT" -U "$RUN_USER" "$@"
+}
+
+# Create the claims database and the extension in it if missing.
+create_database() {
+    local exists
+    exists="$(psql_run -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DBNAME'")" ||
+        die "cannot connect to the server"
+    if [ "$exists" != 1 ]; then
+        echo "run.sh: creating database $DBNAME"
+        as_owner "$BINDIR/createdb" -h "$SOCK_DIR" -p "$PORT" -U "$RUN_USER" "$DBNAME" ||
+            die "createdb failed"
+    fi
+    psql_run -d "$DBNAME" -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+        -c 'CREATE EXTENSION IF NOT EXISTS claims' ||
+        die "CREATE EXTENSION claims failed"
+}
+
+# Run scripts/demo.sql, echoing each query.
+run_demo() {
+    echo "run.sh: running scripts/demo.sql"
+    echo
+    psql_run -d "$DBNAME" -f "$REPO/scripts/demo.sql"
+}
+
+# Tell how to connect and stop.
+print_usage() {
+    cat <<EOF
+
+The claims server is running (data: $DATA, log: $LOG).
+Connect with:
+    psql -h 127.0.0.1 -p $PORT -U $RUN_USER $DBNAME
+or through the socket:
+    psql -h $SOCK_DIR -p $PORT -U $RUN_USER $DBNAME
+Run the demo again with:
+    psql -h 127.0.0.1 -p $PORT -U $RUN_USER -f scripts/demo.sql $DBNAME
+Stop it with:
+    make stop
+EOF
+}
+
+main() {
+    local rc
+    "$REPO/scripts/deps.sh" || die "dependencies are missing"
+    BINDIR="$("$PG_CONFIG" --bindir)" || die "cannot run $PG_CONFIG"
+    PKGLIBDIR="$("$PG_CONFIG" --pkglibdir)"
+    SHAREDIR="$("$PG_CONFIG" --sharedir)"
+    build_and_install
+    prepare_run_dir
+    cd "$REPO" || die "cannot enter $REPO"
+    init_data
+    write_conf
+    start_server
+    create_database
+    run_demo
+    rc=$?
+    print_usage
+    if [ "$rc" -ne 0 ]; then
+        echo "run.sh: the demo stopped with an unexpected error (psql status $rc)" >&2
+    fi
+    exit "$rc"
+}
+
+main "$@"

@@ -1,0 +1,532 @@
+#!/usr/bin/env bash
+# test.sh: build, install and test the claims extension (`make test`).
+#
+# As root: checks dependencies (scripts/deps.sh), builds and installs the
+# extension, copies the work tree into a fresh temporary directory owned by
+# the unprivileged "claims" user and runs this same script there as that user.
+# As any other user: runs the suites in place, assuming the extension is
+# already installed.
+#
+# Suites, each run even when an earlier one failed:
+#   regress   pg_regress over sql/*.sql (expected/*.out), temp instance
+#   isolation pg_isolation_regress over test/isolation/specs/*.spec
+#   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
+#   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
+# A suite with no test files is skipped with a note.
+#
+# Counting: one pg_regress test or isolation spec is one result; every TAP
+# or pgTAP assertion ("ok N" / "not ok N") is one result; a test file or a
+# suite that exits non-zero without reporting a failed assertion (it died,
+# had a bad plan, could not start its server, timed out) counts one failure.
+# The last line printed is always "N passed, N failed"; the exit status is
+# non-zero when anything failed.
+#
+# Environment: PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
+# CLAIMS_OS_USER (default claims), CLAIMS_KEEP_TMP=1 keeps the temporary
+# copy, CLAIMS_SUITE_TIMEOUT seconds per suite or TAP file (default 1200).
+# shellcheck disable=SC2030,SC2031  # per-suite environments live in subshells
+set -u
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
+RUN_USER="${CLAIMS_OS_USER:-claims}"
+SUITE_TIMEOUT="${CLAIMS_SUITE_TIMEOUT:-1200}"
+export PG_CONFIG
+
+PASSED=0
+FAILED=0
+SKIPPED_NOTES=()
+WORK=""
+PGTAP_DIR=""
+PGTAP_SOCK=""
+PGTAP_PORT=""
+
+# Print a section header.
+section() {
+    echo
+    echo "=== $* ==="
+}
+
+# Print the closing summary line and exit with the matching status.
+finish() {
+    echo
+    if [ "${#SKIPPED_NOTES[@]}" -gt 0 ]; then
+        printf 'note: %s\n' "${SKIPPED_NOTES[@]}"
+    fi
+    if [ -n "${CLAIMS_TEST_SUMMARY_FILE:-}" ]; then
+        echo "$PASSED $FAILED" >"$CLAIMS_TEST_SUMMARY_FILE" 2>/dev/null || true
+    fi
+    echo "$PASSED passed, $FAILED failed"
+    if [ "$FAILED" -gt 0 ]; then
+        exit 1
+    fi
+    exit 0
+}
+
+# Print the first N lines of a file (if it exists) under a heading.
+show_head() {
+    local file="$1" lines="$2"
+    [ -s "$file" ] || return 0
+    echo "----- $file (first $lines lines) -----"
+    head -n "$lines" "$file"
+    echo "----- end of $file -----"
+}
+
+# Print the last N lines of a file (if it exists) under a heading.
+show_tail() {
+    local file="$1" lines="$2"
+    [ -s "$file" ] || return 0
+    echo "----- $file (last $lines lines) -----"
+    tail -n "$lines" "$file"
+    echo "----- end of $file -----"
+}
+
+# Count pg_regress / pg_isolation_regress result lines of a log file.
+# Prints "passed failed". Handles PG15's "test name ... ok" (and parallel
+# "     name ... ok") as well as the newer "ok N - name" / "not ok N - name".
+count_regress() {
+    awk '
+        /^[ \t]*(test[ \t]+)?[^ \t]+[ \t]+\.\.\.[ \t]+ok([ \t]|$)/          { p++; next }
+        /^[ \t]*(test[ \t]+)?[^ \t]+[ \t]+\.\.\.[ \t]+failed \(ignored\)/   { p++; next }
+        /^[ \t]*(test[ \t]+)?[^ \t]+[ \t]+\.\.\.[ \t]+(FAILED|failed)/      { f++; next }
+        /^not ok[ \t]+[0-9]+/                                               { f++; next }
+        /^ok[ \t]+[0-9]+/                                                   { p++; next }
+        END { print p + 0, f + 0 }
+    ' "$1"
+}
+
+# Count top-level TAP assertions of a log file. Prints "passed failed skipped".
+# "# SKIP" and failing "# TODO" assertions count as skipped; indented
+# (subtest) lines are left to their summarising parent line.
+count_tap() {
+    awk '
+        {
+            line = $0
+            sub(/^[^ \t]+ \.\.+ /, "", line)   # prove may put "file .. " first
+            low = tolower(line)
+        }
+        line ~ /^not ok[ \t]+[0-9]+/ { if (low ~ /#[ \t]*todo/) s++; else f++; next }
+        line ~ /^ok[ \t]+[0-9]+/     { if (low ~ /#[ \t]*skip/) s++; else p++; next }
+        END { print p + 0, f + 0, s + 0 }
+    ' "$1"
+}
+
+# Stop every server this run started and remove the pgTAP socket
+# directory (EXIT trap of the suites).
+# shellcheck disable=SC2317  # invoked by trap
+cleanup_user() {
+    stop_stray_servers_any
+    if [ -n "$PGTAP_SOCK" ] && [ -d "$PGTAP_SOCK" ]; then
+        rm -rf "$PGTAP_SOCK"
+    fi
+}
+
+# Stop PostgreSQL servers left running in this tree's temporary instances
+# (pg_regress, isolation, TAP nodes, pgTAP) by their postmaster.pid files.
+# shellcheck disable=SC2317  # also called from the EXIT trap
+stop_stray_servers_any() {
+    local pidfile datadir
+    while IFS= read -r pidfile; do
+        datadir="$(dirname "$pidfile")"
+        "$BINDIR/pg_ctl" -D "$datadir" -m immediate -w stop >/dev/null 2>&1 || true
+    done < <(find "$REPO"/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
+}
+
+# Set the environment every suite shares: PostgreSQL's bin first on PATH,
+# a fixed UTF-8 C locale, and no libpq settings inherited from outside.
+setup_env() {
+    BINDIR="$("$PG_CONFIG" --bindir)" || return 1
+    PKGLIBDIR="$("$PG_CONFIG" --pkglibdir)" || return 1
+    SHAREDIR="$("$PG_CONFIG" --sharedir)" || return 1
+    PGXS_DIR="$PKGLIBDIR/pgxs"
+    export PATH="$BINDIR:$PATH"
+    export LANG=C.UTF-8
+    unset LC_ALL LC_CTYPE LC_COLLATE LC_MESSAGES LC_MONETARY LC_NUMERIC LC_TIME LANGUAGE
+    unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGSERVICE PGOPTIONS PGPASSWORD \
+        PGPASSFILE PGSSLMODE PGAPPNAME PGDATA
+    export TMPDIR="${TMPDIR:-/tmp}"
+    if [ ! -d "$TMPDIR" ] || [ ! -w "$TMPDIR" ]; then
+        export TMPDIR=/tmp
+    fi
+    LOGDIR="$REPO/tmp_check_runner"
+    rm -rf "$LOGDIR"
+    mkdir -p "$LOGDIR"
+    TEMP_CONFIG_FILE=""
+    if [ -f "$REPO/test/claims.conf" ]; then
+        TEMP_CONFIG_FILE="$REPO/test/claims.conf"
+    fi
+}
+
+# Record the outcome of a suite or file in the totals.
+add_counts() {
+    PASSED=$((PASSED + $1))
+    FAILED=$((FAILED + $2))
+}
+
+# Suite (a): pg_regress over sql/*.sql against expected/*.out.
+run_regress() {
+    local tests=() f out rc p fl
+    section "regress (pg_regress)"
+    for f in "$REPO"/sql/*.sql; do
+        [ -e "$f" ] || continue
+        f="${f##*/}"
+        tests+=("${f%.sql}")
+    done
+    if [ "${#tests[@]}" -eq 0 ]; then
+        echo "no tests in sql/; skipped"
+        SKIPPED_NOTES+=("regress suite skipped: no sql/*.sql")
+        return 0
+    fi
+    rm -rf "$REPO/results" "$REPO/log" "$REPO/regression.diffs" "$REPO/regression.out"
+    out="$LOGDIR/regress.out"
+    local opts=(--temp-instance=./tmp_check --inputdir=. --bindir="$BINDIR"
+        --dbname=contrib_regression)
+    [ -n "$TEMP_CONFIG_FILE" ] && opts+=(--temp-config=test/claims.conf)
+    (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+        "$PGXS_DIR/src/test/regress/pg_regress" "${opts[@]}" "${tests[@]}") 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    read -r p fl < <(count_regress "$out")
+    if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+        echo
+        echo "pg_regress exited with status $rc without a failed test; counted as one failure"
+        [ "$rc" -eq 124 ] && echo "(timed out after ${SUITE_TIMEOUT}s)"
+        fl=1
+    fi
+    if [ "$rc" -eq 0 ] && [ $((p + fl)) -eq 0 ]; then
+        echo "pg_regress reported no test results; counted as one failure"
+        fl=1
+    fi
+    if [ "$fl" -gt 0 ]; then
+        show_head "$REPO/regression.diffs" 200
+        if [ -s "$REPO/log/postmaster.log" ]; then
+            show_tail "$REPO/log/postmaster.log" 60
+        else
+            show_tail "$REPO/log/initdb.log" 30
+        fi
+    fi
+    echo "-- regress: $p ok, $fl not ok"
+    add_counts "$p" "$fl"
+    stop_stray_servers_any
+}
+
+# Suite (b): pg_isolation_regress over test/isolation/specs/*.spec.
+run_isolation() {
+    local specs=() f out rc p fl
+    section "isolation (pg_isolation_regress)"
+    for f in "$REPO"/test/isolation/specs/*.spec; do
+        [ -e "$f" ] || continue
+        f="${f##*/}"
+        specs+=("${f%.spec}")
+    done
+    if [ "${#specs[@]}" -eq 0 ]; then
+        echo "no specs in test/isolation/specs/; skipped"
+        SKIPPED_NOTES+=("isolation suite skipped: no test/isolation/specs/*.spec")
+        return 0
+    fi
+    rm -rf "$REPO/output_iso"
+    out="$LOGDIR/isolation.out"
+    local opts=(--temp-instance=./tmp_check_iso --inputdir=test/isolation
+        --outputdir=output_iso --bindir="$BINDIR" --dbname=isolation_regression)
+    [ -n "$TEMP_CONFIG_FILE" ] && opts+=(--temp-config=test/claims.conf)
+    (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+        "$PGXS_DIR/src/test/isolation/pg_isolation_regress" "${opts[@]}" "${specs[@]}") 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    read -r p fl < <(count_regress "$out")
+    if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+        echo
+        echo "pg_isolation_regress exited with status $rc without a failed spec; counted as one failure"
+        [ "$rc" -eq 124 ] && echo "(timed out after ${SUITE_TIMEOUT}s)"
+        fl=1
+    fi
+    if [ "$rc" -eq 0 ] && [ $((p + fl)) -eq 0 ]; then
+        echo "pg_isolation_regress reported no results; counted as one failure"
+        fl=1
+    fi
+    if [ "$fl" -gt 0 ]; then
+        show_head "$REPO/output_iso/regression.diffs" 200
+        if [ -s "$REPO/output_iso/log/postmaster.log" ]; then
+            show_tail "$REPO/output_iso/log/postmaster.log" 60
+        else
+            show_tail "$REPO/output_iso/log/initdb.log" 30
+        fi
+    fi
+    echo "-- isolation: $p ok, $fl not ok"
+    add_counts "$p" "$fl"
+    stop_stray_servers_any
+}
+
+# Suite (c): prove over test/t/*.pl, one prove per file, with the
+# environment of PGXS's prove_installcheck (plus TEMP_CONFIG so every
+# PostgreSQL::Test::Cluster node preloads claims unless a test overrides it).
+run_tap() {
+    local files=() f name out rc p fl s tp=0 tf=0 ts=0
+    section "tap (prove test/t)"
+    for f in "$REPO"/test/t/*.pl; do
+        [ -e "$f" ] && files+=("test/t/${f##*/}")
+    done
+    if [ "${#files[@]}" -eq 0 ]; then
+        echo "no TAP files in test/t/; skipped"
+        SKIPPED_NOTES+=("tap suite skipped: no test/t/*.pl")
+        return 0
+    fi
+    rm -rf "$REPO/tmp_check"
+    mkdir -p "$REPO/tmp_check"
+    for f in "${files[@]}"; do
+        name="$(basename "$f" .pl)"
+        out="$LOGDIR/tap_$name.out"
+        (
+            cd "$REPO" || exit 1
+            export TESTDIR="$REPO" TESTDATADIR="$REPO/tmp_check"
+            export PATH="$BINDIR:$REPO:$PATH" PGPORT=65432
+            export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
+            [ -n "$TEMP_CONFIG_FILE" ] && export TEMP_CONFIG="$TEMP_CONFIG_FILE"
+            timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+                prove -v --merge -I "$PGXS_DIR/src/test/perl/" -I "$REPO" "$f"
+        ) 2>&1 | tee "$out"
+        rc=${PIPESTATUS[0]}
+        read -r p fl s < <(count_tap "$out")
+        if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+            echo "$f: prove exited with status $rc without a failed assertion (died, bad plan or timeout); counted as one failure"
+            fl=1
+        fi
+        if [ "$fl" -gt 0 ]; then
+            show_tail "$REPO/tmp_check/log/regress_log_$name" 80
+            local nodelog
+            for nodelog in "$REPO"/tmp_check/log/"${name}"_*.log; do
+                show_tail "$nodelog" 40
+            done
+        fi
+        tp=$((tp + p))
+        tf=$((tf + fl))
+        ts=$((ts + s))
+    done
+    echo "-- tap: $tp ok, $tf not ok, $ts skipped/todo"
+    add_counts "$tp" "$tf"
+    stop_stray_servers_any
+}
+
+# Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
+# its socket in a private directory under $TMPDIR (short enough for a socket path).
+start_pgtap_server() {
+    PGTAP_DIR="$REPO/tmp_check_pgtap"
+    rm -rf "$PGTAP_DIR"
+    mkdir -p "$PGTAP_DIR" || return 1
+    PGTAP_SOCK="$(mktemp -d "$TMPDIR/claims-pgtap.XXXXXX")" || return 1
+    PGTAP_PORT=$((50000 + $$ % 10000))
+    local superuser
+    superuser="$(id -un)"
+    if ! "$BINDIR/initdb" -D "$PGTAP_DIR/data" -U "$superuser" -A trust -E UTF8 \
+        >"$PGTAP_DIR/initdb.log" 2>&1; then
+        echo "initdb failed"
+        show_tail "$PGTAP_DIR/initdb.log" 40
+        return 1
+    fi
+    {
+        echo
+        echo "# claims test runner"
+        [ -n "$TEMP_CONFIG_FILE" ] && cat "$TEMP_CONFIG_FILE"
+        grep -q "shared_preload_libraries" "${TEMP_CONFIG_FILE:-/dev/null}" 2>/dev/null ||
+            echo "shared_preload_libraries = 'claims'"
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$PGTAP_SOCK'"
+        echo "port = $PGTAP_PORT"
+        echo "fsync = off"
+    } >>"$PGTAP_DIR/data/postgresql.conf"
+    if ! "$BINDIR/pg_ctl" -D "$PGTAP_DIR/data" -l "$PGTAP_DIR/server.log" -w -t 120 start \
+        >"$PGTAP_DIR/pg_ctl.log" 2>&1; then
+        echo "the pgTAP server did not start"
+        show_tail "$PGTAP_DIR/pg_ctl.log" 20
+        show_tail "$PGTAP_DIR/server.log" 60
+        return 1
+    fi
+    export PGHOST="$PGTAP_SOCK" PGPORT="$PGTAP_PORT" PGUSER="$superuser"
+}
+
+# Stop the pgTAP server.
+stop_pgtap_server() {
+    if [ -n "$PGTAP_DIR" ] && [ -f "$PGTAP_DIR/data/postmaster.pid" ]; then
+        "$BINDIR/pg_ctl" -D "$PGTAP_DIR/data" -m fast -w stop >/dev/null 2>&1 ||
+            "$BINDIR/pg_ctl" -D "$PGTAP_DIR/data" -m immediate -w stop >/dev/null 2>&1
+    fi
+    unset PGHOST PGPORT PGUSER
+}
+
+# Suite (d): pg_prove over test/pgtap/*.sql; each file gets a fresh
+# database with the pgtap and claims extensions already created.
+run_pgtap() {
+    local files=() f name db out rc p fl s tp=0 tf=0 ts=0 i=0
+    section "pgtap (pg_prove test/pgtap)"
+    for f in "$REPO"/test/pgtap/*.sql; do
+        [ -e "$f" ] && files+=("test/pgtap/${f##*/}")
+    done
+    if [ "${#files[@]}" -eq 0 ]; then
+        echo "no pgTAP files in test/pgtap/; skipped"
+        SKIPPED_NOTES+=("pgtap suite skipped: no test/pgtap/*.sql")
+        return 0
+    fi
+    if ! start_pgtap_server; then
+        echo "-- pgtap: could not start a server; counted as one failure"
+        add_counts 0 1
+        return 0
+    fi
+    for f in "${files[@]}"; do
+        i=$((i + 1))
+        name="$(basename "$f" .sql)"
+        db="pgtap_${i}"
+        out="$LOGDIR/pgtap_$name.out"
+        echo "$f"
+        if ! "$BINDIR/createdb" "$db" >"$out" 2>&1 ||
+            ! "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -d "$db" \
+                -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION claims' >>"$out" 2>&1; then
+            cat "$out"
+            echo "$f: could not prepare database $db; counted as one failure"
+            show_tail "$PGTAP_DIR/server.log" 40
+            tf=$((tf + 1))
+            continue
+        fi
+        (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+            pg_prove -v --merge --psql-bin "$BINDIR/psql" -d "$db" "$f") 2>&1 | tee "$out"
+        rc=${PIPESTATUS[0]}
+        read -r p fl s < <(count_tap "$out")
+        if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+            echo "$f: pg_prove exited with status $rc without a failed assertion (SQL error, bad plan or timeout); counted as one failure"
+            fl=1
+            show_tail "$PGTAP_DIR/server.log" 40
+        fi
+        "$BINDIR/dropdb" --if-exists "$db" >/dev/null 2>&1 || true
+        tp=$((tp + p))
+        tf=$((tf + fl))
+        ts=$((ts + s))
+    done
+    stop_pgtap_server
+    echo "-- pgtap: $tp ok, $tf not ok, $ts skipped/todo"
+    add_counts "$tp" "$tf"
+}
+
+# Check that the extension is installed for PG_CONFIG's server.
+check_installed() {
+    if [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ]; then
+        echo "test.sh: the claims extension is not installed in $SHAREDIR / $PKGLIBDIR"
+        echo "test.sh: run 'make install' as root (or run 'make test' as root)"
+        return 1
+    fi
+}
+
+# Unprivileged run: every suite, in place.
+main_user() {
+    if ! "$REPO/scripts/deps.sh"; then
+        echo "test.sh: dependencies are missing"
+        add_counts 0 1
+        finish
+    fi
+    if ! setup_env; then
+        echo "test.sh: cannot run $PG_CONFIG"
+        add_counts 0 1
+        finish
+    fi
+    trap cleanup_user EXIT
+    trap 'exit 130' INT TERM
+    if ! check_installed; then
+        add_counts 0 1
+        finish
+    fi
+    echo "test.sh: testing $REPO as $(id -un) with $PG_CONFIG"
+    run_regress
+    run_isolation
+    run_tap
+    run_pgtap
+    finish
+}
+
+# Stop servers still running in the temporary copy (the unprivileged run
+# was killed before its own cleanup), then remove the copy (EXIT trap of the
+# root run).
+# shellcheck disable=SC2317  # invoked by trap
+cleanup_root() {
+    local pidfile
+    if [ -n "$WORK" ] && [ -d "$WORK/repo" ]; then
+        while IFS= read -r pidfile; do
+            runuser -u "$RUN_USER" -- "$("$PG_CONFIG" --bindir)/pg_ctl" \
+                -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
+        done < <(find "$WORK"/repo/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
+    fi
+    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+        if [ "${CLAIMS_KEEP_TMP:-0}" != 1 ]; then
+            rm -rf "$WORK"
+        fi
+    fi
+}
+
+# Build and install the extension from the work tree (root).
+build_and_install() {
+    local log="$WORK/build.log"
+    echo "test.sh: building and installing with $PG_CONFIG"
+    if ! make -C "$REPO" PG_CONFIG="$PG_CONFIG" >"$log" 2>&1 ||
+        ! make -C "$REPO" PG_CONFIG="$PG_CONFIG" install >>"$log" 2>&1; then
+        echo "test.sh: build or install failed:"
+        tail -n 80 "$log"
+        return 1
+    fi
+}
+
+# Copy the work tree, without VCS data and test output, to $1.
+copy_tree() {
+    mkdir -p "$1" || return 1
+    tar -C "$REPO" --anchored \
+        --exclude=./.git --exclude='./tmp_check*' --exclude=./results \
+        --exclude=./output_iso --exclude=./log --exclude=./.run \
+        --exclude=./regression.diffs --exclude=./regression.out \
+        -cf - . | tar -C "$1" -xf -
+}
+
+# Root run: deps, build, install, then the suites as the unprivileged user.
+main_root() {
+    local rc summary
+    if ! "$REPO/scripts/deps.sh"; then
+        echo "test.sh: could not install dependencies"
+        add_counts 0 1
+        finish
+    fi
+    WORK="$(mktemp -d /tmp/claims-test.XXXXXX)" || {
+        add_counts 0 1
+        finish
+    }
+    trap cleanup_root EXIT
+    trap 'exit 130' INT TERM
+    if [ "${CLAIMS_KEEP_TMP:-0}" = 1 ]; then
+        echo "test.sh: keeping the temporary copy $WORK"
+    fi
+    if ! build_and_install; then
+        add_counts 0 1
+        finish
+    fi
+    if ! copy_tree "$WORK/repo"; then
+        echo "test.sh: could not copy the work tree"
+        add_counts 0 1
+        finish
+    fi
+    summary="$WORK/summary"
+    mkdir -p "$WORK/tmp"
+    chown -R "$RUN_USER:" "$WORK" || {
+        add_counts 0 1
+        finish
+    }
+    cd "$WORK/repo" || exit 1
+    runuser -u "$RUN_USER" -- env TMPDIR="$WORK/tmp" PG_CONFIG="$PG_CONFIG" \
+        CLAIMS_TEST_SUMMARY_FILE="$summary" CLAIMS_SUITE_TIMEOUT="$SUITE_TIMEOUT" \
+        bash "$WORK/repo/scripts/test.sh"
+    rc=$?
+    cd / || true
+    if [ ! -s "$summary" ]; then
+        echo "test.sh: the test run as $RUN_USER did not finish (status $rc)"
+        add_counts 0 1
+        finish
+    fi
+    exit "$rc"
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+    main_root
+else
+    main_user
+fi
