@@ -134,6 +134,8 @@ CREATE TABLE @extschema@.claim_leases (
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     finished_at   timestamptz,
+    finished_by   text,
+    finish_reason text,
     CONSTRAINT claim_leases_finished_when_done CHECK ((state = 'outstanding') = (finished_at IS NULL)),
     CONSTRAINT claim_leases_keys_match CHECK (cardinality(claim_types) = cardinality(claim_digests))
 );
@@ -218,13 +220,311 @@ COMMENT ON FUNCTION @extschema@.claims_list_leases(jsonb) IS
 COMMENT ON FUNCTION @extschema@.claims_list_records(jsonb) IS
     'ListRecords: a cell''s claims of one source type in source id order';
 
+
+-- Roles of the security model (cluster-wide; created when missing and kept
+-- on DROP EXTENSION): administrators, the router, and the group of cells.
+DO $roles$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'claims_admin') THEN
+        CREATE ROLE claims_admin NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'claims_router') THEN
+        CREATE ROLE claims_router NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'claims_cell') THEN
+        CREATE ROLE claims_cell NOLOGIN;
+    END IF;
+END
+$roles$;
+
+-- Cells and the database role each connects as.
+CREATE TABLE @extschema@.claim_cells (
+    cell_id    bigint PRIMARY KEY CHECK (cell_id > 0),
+    name       text NOT NULL UNIQUE CHECK (name <> ''),
+    role_name  text NOT NULL CHECK (role_name <> ''),
+    disabled   boolean NOT NULL DEFAULT false,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE @extschema@.claim_cells IS
+    'Registered cells: calls for a cell are accepted only from its role or an administrator';
+
+CREATE TRIGGER claims_registry_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.claim_cells
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.claims_registry_changed();
+
+-- Every administrator action: who, when, what, why.
+CREATE TABLE @extschema@.claim_admin_actions (
+    action_id    bigserial PRIMARY KEY,
+    at           timestamptz NOT NULL DEFAULT now(),
+    actor        text NOT NULL,
+    session_role text NOT NULL,
+    action       text NOT NULL,
+    cell_id      bigint,
+    lease_uuid   uuid,
+    reason       text,
+    detail       jsonb NOT NULL DEFAULT '{}'
+);
+COMMENT ON TABLE @extschema@.claim_admin_actions IS 'Audit log of administrator actions';
+
+CREATE FUNCTION @extschema@.claims_require_admin()
+RETURNS void
+AS 'MODULE_PATHNAME', 'claims_require_admin'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION @extschema@.claims_caller()
+RETURNS text
+AS 'MODULE_PATHNAME', 'claims_caller'
+LANGUAGE C STABLE;
+
+-- Record one administrator action.
+CREATE FUNCTION @extschema@.claims_audit(action text, cell_id bigint, lease_uuid uuid,
+                                         reason text, detail jsonb)
+RETURNS void
+LANGUAGE sql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO @extschema@.claim_admin_actions
+        (actor, session_role, action, cell_id, lease_uuid, reason, detail)
+    VALUES (@extschema@.claims_caller(), session_user, $1, $2, $3, $4, coalesce($5, '{}'));
+$$;
+
+-- Register a cell with the role it connects as.
+CREATE FUNCTION @extschema@.claims_register_cell(cell_id bigint, cell_name text, role_name text,
+                                                 reason text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.claims_require_admin();
+    IF claims_register_cell.cell_id IS NULL OR cell_name IS NULL OR claims_register_cell.role_name IS NULL THEN
+        RAISE EXCEPTION 'cell_id, cell_name and role_name must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF claims_register_cell.cell_id <= 0 THEN
+        RAISE EXCEPTION 'cell_id must be greater than 0, not %', claims_register_cell.cell_id
+            USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = claims_register_cell.role_name) THEN
+        RAISE EXCEPTION 'role "%" does not exist', claims_register_cell.role_name
+            USING ERRCODE = '42704';
+    END IF;
+    INSERT INTO @extschema@.claim_cells (cell_id, name, role_name)
+    VALUES (claims_register_cell.cell_id, cell_name, claims_register_cell.role_name);
+    EXECUTE pg_catalog.format('GRANT claims_cell TO %I', claims_register_cell.role_name);
+    PERFORM @extschema@.claims_audit('register_cell', claims_register_cell.cell_id, NULL, reason,
+        pg_catalog.jsonb_build_object('name', cell_name, 'role', claims_register_cell.role_name));
+END
+$$;
+
+-- Rename a cell.
+CREATE FUNCTION @extschema@.claims_rename_cell(cell_id bigint, new_name text, reason text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old_name text;
+BEGIN
+    PERFORM @extschema@.claims_require_admin();
+    IF claims_rename_cell.cell_id IS NULL OR new_name IS NULL THEN
+        RAISE EXCEPTION 'cell_id and new_name must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    SELECT c.name INTO old_name FROM @extschema@.claim_cells c
+    WHERE c.cell_id = claims_rename_cell.cell_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cell % is not registered', claims_rename_cell.cell_id USING ERRCODE = 'P0002';
+    END IF;
+    UPDATE @extschema@.claim_cells c SET name = new_name, updated_at = now()
+    WHERE c.cell_id = claims_rename_cell.cell_id;
+    PERFORM @extschema@.claims_audit('rename_cell', claims_rename_cell.cell_id, NULL, reason,
+        pg_catalog.jsonb_build_object('old_name', old_name, 'new_name', new_name));
+END
+$$;
+
+-- Disable or enable a cell: a disabled cell's calls are refused.
+CREATE FUNCTION @extschema@.claims_set_cell_disabled(cell_id bigint, disabled boolean, reason text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.claims_require_admin();
+    IF claims_set_cell_disabled.cell_id IS NULL OR claims_set_cell_disabled.disabled IS NULL THEN
+        RAISE EXCEPTION 'cell_id and disabled must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    UPDATE @extschema@.claim_cells c
+    SET disabled = claims_set_cell_disabled.disabled, updated_at = now()
+    WHERE c.cell_id = claims_set_cell_disabled.cell_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cell % is not registered', claims_set_cell_disabled.cell_id USING ERRCODE = 'P0002';
+    END IF;
+    PERFORM @extschema@.claims_audit(CASE WHEN claims_set_cell_disabled.disabled
+                                          THEN 'disable_cell' ELSE 'enable_cell' END,
+                                     claims_set_cell_disabled.cell_id, NULL, reason, '{}');
+END
+$$;
+
+-- Every outstanding lease of every cell, for administrators.
+CREATE VIEW @extschema@.claims_outstanding_leases AS
+    SELECT l.creator_id AS cell_id, l.uuid AS lease_uuid, l.created_at,
+           now() - l.created_at AS age, cardinality(l.claim_types) AS records, l.payload
+    FROM @extschema@.claim_leases l
+    WHERE l.state = 'outstanding';
+
+-- Force-finish a stuck lease of any cell, recording the operator's reason.
+CREATE FUNCTION @extschema@.claims_admin_finish_lease(lease_uuid uuid, action text, reason text)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lease_cell bigint;
+    before_state text;
+    after_state text;
+BEGIN
+    PERFORM @extschema@.claims_require_admin();
+    IF claims_admin_finish_lease.lease_uuid IS NULL OR action IS NULL OR reason IS NULL THEN
+        RAISE EXCEPTION 'lease_uuid, action and reason must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF action NOT IN ('commit', 'rollback') THEN
+        RAISE EXCEPTION 'action must be ''commit'' or ''rollback'', not "%"', action USING ERRCODE = '22023';
+    END IF;
+    IF btrim(reason) = '' THEN
+        RAISE EXCEPTION 'a reason is required' USING ERRCODE = '22023';
+    END IF;
+    SELECT l.creator_id, l.state::text INTO lease_cell, before_state
+    FROM @extschema@.claim_leases l WHERE l.uuid = claims_admin_finish_lease.lease_uuid;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'lease % does not exist', claims_admin_finish_lease.lease_uuid USING ERRCODE = 'P0002';
+    END IF;
+    IF action = 'commit' THEN
+        PERFORM @extschema@.claims_commit(lease_cell, claims_admin_finish_lease.lease_uuid);
+    ELSE
+        PERFORM @extschema@.claims_rollback(lease_cell, claims_admin_finish_lease.lease_uuid);
+    END IF;
+    UPDATE @extschema@.claim_leases l
+    SET finished_by = @extschema@.claims_caller(), finish_reason = reason
+    WHERE l.uuid = claims_admin_finish_lease.lease_uuid AND before_state = 'outstanding'
+    RETURNING l.state::text INTO after_state;
+    IF after_state IS NULL THEN
+        after_state := before_state;
+    END IF;
+    PERFORM @extschema@.claims_audit('finish_lease_' || action, lease_cell,
+        claims_admin_finish_lease.lease_uuid, reason,
+        pg_catalog.jsonb_build_object('previous_state', before_state, 'state', after_state));
+    RETURN pg_catalog.jsonb_build_object('cell_id', lease_cell::text,
+        'lease_uuid', claims_admin_finish_lease.lease_uuid,
+        'previous_state', before_state, 'state', after_state);
+END
+$$;
+
+-- Decommission a cell: release all of its claims so the values are free
+-- again, and disable it. Refuses while the cell has outstanding leases
+-- unless forced, in which case they are rolled back first.
+CREATE FUNCTION @extschema@.claims_decommission_cell(cell_id bigint, reason text, force boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    outstanding bigint;
+    rolled_back bigint := 0;
+    released bigint;
+    lease record;
+BEGIN
+    PERFORM @extschema@.claims_require_admin();
+    IF claims_decommission_cell.cell_id IS NULL OR reason IS NULL OR force IS NULL THEN
+        RAISE EXCEPTION 'cell_id, reason and force must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF btrim(reason) = '' THEN
+        RAISE EXCEPTION 'a reason is required' USING ERRCODE = '22023';
+    END IF;
+    UPDATE @extschema@.claim_cells c SET disabled = true, updated_at = now()
+    WHERE c.cell_id = claims_decommission_cell.cell_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'cell % is not registered', claims_decommission_cell.cell_id USING ERRCODE = 'P0002';
+    END IF;
+
+    SELECT count(*) INTO outstanding FROM @extschema@.claim_leases l
+    WHERE l.creator_id = claims_decommission_cell.cell_id AND l.state = 'outstanding';
+    IF outstanding > 0 AND NOT force THEN
+        RAISE EXCEPTION 'cell % has % outstanding leases', claims_decommission_cell.cell_id, outstanding
+            USING ERRCODE = '55000',
+                  HINT = 'Let the cell finish them, or pass force => true to roll them back.';
+    END IF;
+    FOR lease IN
+        SELECT l.uuid FROM @extschema@.claim_leases l
+        WHERE l.creator_id = claims_decommission_cell.cell_id AND l.state = 'outstanding'
+        ORDER BY l.created_at, l.uuid
+    LOOP
+        PERFORM @extschema@.claims_rollback(claims_decommission_cell.cell_id, lease.uuid);
+        UPDATE @extschema@.claim_leases l
+        SET finished_by = @extschema@.claims_caller(), finish_reason = reason
+        WHERE l.uuid = lease.uuid;
+        rolled_back := rolled_back + 1;
+    END LOOP;
+
+    WITH locked AS (
+        SELECT c.uuid FROM @extschema@.claims c
+        WHERE c.creator_id = claims_decommission_cell.cell_id AND c.lease_uuid IS NULL
+        ORDER BY c.bucket_type, c.bucket_digest
+        FOR UPDATE
+    )
+    DELETE FROM @extschema@.claims c USING locked WHERE c.uuid = locked.uuid;
+    GET DIAGNOSTICS released = ROW_COUNT;
+
+    IF EXISTS (SELECT 1 FROM @extschema@.claim_leases l
+               WHERE l.creator_id = claims_decommission_cell.cell_id AND l.state = 'outstanding') THEN
+        RAISE EXCEPTION 'cell % took new leases while it was being decommissioned', claims_decommission_cell.cell_id
+            USING ERRCODE = '55000',
+                  HINT = 'Disable the cell with claims_set_cell_disabled() first, then decommission it.';
+    END IF;
+
+    PERFORM @extschema@.claims_audit('decommission_cell', claims_decommission_cell.cell_id, NULL, reason,
+        pg_catalog.jsonb_build_object('claims_released', released, 'leases_rolled_back', rolled_back,
+                                      'force', force));
+    RETURN pg_catalog.jsonb_build_object('cell_id', claims_decommission_cell.cell_id::text,
+        'claims_released', released, 'leases_rolled_back', rolled_back, 'disabled', true);
+END
+$$;
+
 -- Nobody writes the tables directly; the registries are reference data.
-REVOKE ALL ON TABLE @extschema@.claims, @extschema@.claim_leases FROM PUBLIC;
+-- Cells reach the data only through the functions; a cell sees only what
+-- its own calls return. Administrators may read everything.
+REVOKE ALL ON TABLE @extschema@.claims, @extschema@.claim_leases, @extschema@.claim_cells,
+    @extschema@.claim_admin_actions FROM PUBLIC;
+REVOKE ALL ON SEQUENCE @extschema@.claim_admin_actions_action_id_seq FROM PUBLIC;
 REVOKE ALL ON TABLE @extschema@.claim_bucket_types, @extschema@.claim_subject_types,
     @extschema@.claim_source_types FROM PUBLIC;
 GRANT SELECT ON TABLE @extschema@.claim_bucket_types, @extschema@.claim_subject_types,
     @extschema@.claim_source_types TO PUBLIC;
+GRANT SELECT ON TABLE @extschema@.claims, @extschema@.claim_leases, @extschema@.claim_cells,
+    @extschema@.claim_admin_actions TO claims_admin;
+REVOKE ALL ON @extschema@.claims_outstanding_leases FROM PUBLIC;
+GRANT SELECT ON @extschema@.claims_outstanding_leases TO claims_admin;
+
 REVOKE ALL ON FUNCTION @extschema@.claims_registry_changed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.claims_begin_update(jsonb), @extschema@.claims_commit(bigint, uuid),
+    @extschema@.claims_rollback(bigint, uuid), @extschema@.claims_list_leases(jsonb),
+    @extschema@.claims_list_records(jsonb), @extschema@.claims_get_record(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.claims_begin_update(jsonb), @extschema@.claims_commit(bigint, uuid),
+    @extschema@.claims_rollback(bigint, uuid), @extschema@.claims_list_leases(jsonb),
+    @extschema@.claims_list_records(jsonb), @extschema@.claims_get_record(jsonb)
+    TO claims_cell, claims_admin;
+GRANT EXECUTE ON FUNCTION @extschema@.claims_get_record(jsonb) TO claims_router;
+
+REVOKE ALL ON FUNCTION @extschema@.claims_audit(text, bigint, uuid, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.claims_register_cell(bigint, text, text, text),
+    @extschema@.claims_rename_cell(bigint, text, text),
+    @extschema@.claims_set_cell_disabled(bigint, boolean, text),
+    @extschema@.claims_admin_finish_lease(uuid, text, text),
+    @extschema@.claims_decommission_cell(bigint, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.claims_register_cell(bigint, text, text, text),
+    @extschema@.claims_rename_cell(bigint, text, text),
+    @extschema@.claims_set_cell_disabled(bigint, boolean, text),
+    @extschema@.claims_admin_finish_lease(uuid, text, text),
+    @extschema@.claims_decommission_cell(bigint, text, boolean) TO claims_admin;
 
 -- pg_dump keeps the data; seeded registry rows come back with CREATE EXTENSION.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.claims', '');
@@ -232,3 +532,6 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_leases', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_bucket_types', 'WHERE NOT builtin');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_subject_types', 'WHERE NOT builtin');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_source_types', 'WHERE NOT builtin');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_cells', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_admin_actions', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.claim_admin_actions_action_id_seq', '');

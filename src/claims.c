@@ -32,9 +32,18 @@ _PG_init(void)
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("claims.open_mode",
+							 "Lets any role that may call the functions act for any cell id.",
+							 "For experiments only: cell ids are then taken on trust, registered or not.",
+							 &claims_open_mode,
+							 false,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("claims");
 
 	claims_registry_init();
+	claims_auth_init();
 }
 
 /*

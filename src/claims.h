@@ -28,6 +28,13 @@
 
 /* claims.c: settings */
 extern int	claims_max_batch_size;
+extern bool claims_open_mode;
+
+/* auth.c: which role may act for which cell */
+extern void claims_auth_init(void);
+extern bool claims_caller_is_admin(void);
+extern void claims_authorize_cell(int64 cell_id);
+extern void claims_authorize_lookup(void);
 
 /* Kinds of operation one batch entry performs (also passed to SQL). */
 typedef enum ClaimsOp
@@ -79,6 +86,7 @@ typedef enum ClaimsPlanId
 	CLAIMS_PLAN_REGISTRY_BUCKETS,
 	CLAIMS_PLAN_REGISTRY_SUBJECTS,
 	CLAIMS_PLAN_REGISTRY_SOURCES,
+	CLAIMS_PLAN_CELLS,
 	CLAIMS_NUM_PLANS
 } ClaimsPlanId;
 

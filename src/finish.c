@@ -50,6 +50,7 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	uuid = claims_uuid_string(lease_uuid);
 
 	claims_spi_begin(fcinfo);
+	claims_authorize_cell(cell_id);
 	args[0] = UUIDPGetDatum(lease_uuid);
 	args[1] = Int64GetDatum(cell_id);
 	ret = SPI_execute_plan(claims_plan(commit ? CLAIMS_PLAN_COMMIT : CLAIMS_PLAN_ROLLBACK),

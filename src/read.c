@@ -33,6 +33,7 @@ claims_get_record(PG_FUNCTION_ARGS)
 				 errmsg("request must not be NULL")));
 
 	claims_spi_begin(fcinfo);
+	claims_authorize_lookup();
 	claims_parse_get_record(PG_GETARG_JSONB_P(0), &ref);
 
 	digest = palloc(VARHDRSZ + CLAIMS_DIGEST_LEN);

@@ -982,7 +982,7 @@ claims_request_root(Jsonb *request, const ClaimsPath *root)
 	return v;
 }
 
-/* A required cell_id. */
+/* A required cell_id, which the caller must be allowed to act for. */
 static int64
 claims_read_cell_id(ClaimsField *f, const ClaimsPath *root)
 {
@@ -994,6 +994,7 @@ claims_read_cell_id(ClaimsField *f, const ClaimsPath *root)
 	cell_id = claims_read_int64(&f->value, &p);
 	if (cell_id <= 0)
 		claims_malformed(&p, "must be greater than 0, not " INT64_FORMAT, cell_id);
+	claims_authorize_cell(cell_id);
 	return cell_id;
 }
 

@@ -225,6 +225,10 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		" FROM @extschema@.claim_source_types ORDER BY type_id",
 		0, {InvalidOid}
 	},
+	[CLAIMS_PLAN_CELLS] = {
+		"SELECT cell_id, role_name, disabled FROM @extschema@.claim_cells",
+		0, {InvalidOid}
+	},
 };
 
 static SPIPlanPtr plans[CLAIMS_NUM_PLANS];
