@@ -169,42 +169,43 @@ CREATE TRIGGER claims_registry_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.claim_source_types
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.claims_registry_changed();
 
--- The API. Writes run as the extension owner with a pinned search_path; every
+-- The API. Each function judges the role that called it, then runs its
+-- statements as the extension's owner with a pinned search_path; every
 -- statement inside is schema-qualified and takes values only as parameters.
 CREATE FUNCTION @extschema@.claims_begin_update(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_begin_update'
-LANGUAGE C VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_commit(cell_id bigint, lease_uuid uuid)
 RETURNS void
 AS 'MODULE_PATHNAME', 'claims_commit'
-LANGUAGE C VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_rollback(cell_id bigint, lease_uuid uuid)
 RETURNS void
 AS 'MODULE_PATHNAME', 'claims_rollback'
-LANGUAGE C VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_get_record(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_get_record'
-LANGUAGE C STABLE SECURITY DEFINER PARALLEL RESTRICTED
+LANGUAGE C STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_list_leases(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_list_leases'
-LANGUAGE C STABLE SECURITY DEFINER PARALLEL RESTRICTED
+LANGUAGE C STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION @extschema@.claims_list_records(request jsonb)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'claims_list_records'
-LANGUAGE C STABLE SECURITY DEFINER PARALLEL RESTRICTED
+LANGUAGE C STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 
 COMMENT ON FUNCTION @extschema@.claims_begin_update(jsonb) IS
@@ -276,6 +277,11 @@ CREATE FUNCTION @extschema@.claims_caller()
 RETURNS text
 AS 'MODULE_PATHNAME', 'claims_caller'
 LANGUAGE C STABLE;
+
+CREATE FUNCTION @extschema@.claims_lock_cell(cell_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'claims_lock_cell'
+LANGUAGE C VOLATILE STRICT;
 
 -- Record one administrator action.
 CREATE FUNCTION @extschema@.claims_audit(action text, cell_id bigint, lease_uuid uuid,
@@ -440,6 +446,8 @@ BEGIN
     IF btrim(reason) = '' THEN
         RAISE EXCEPTION 'a reason is required' USING ERRCODE = '22023';
     END IF;
+    -- wait for the cell's begin_updates in progress; hold off new ones
+    PERFORM @extschema@.claims_lock_cell(claims_decommission_cell.cell_id);
     UPDATE @extschema@.claim_cells c SET disabled = true, updated_at = now()
     WHERE c.cell_id = claims_decommission_cell.cell_id;
     IF NOT FOUND THEN
@@ -515,6 +523,7 @@ GRANT EXECUTE ON FUNCTION @extschema@.claims_begin_update(jsonb), @extschema@.cl
 GRANT EXECUTE ON FUNCTION @extschema@.claims_get_record(jsonb) TO claims_router;
 
 REVOKE ALL ON FUNCTION @extschema@.claims_audit(text, bigint, uuid, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.claims_lock_cell(bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.claims_register_cell(bigint, text, text, text),
     @extschema@.claims_rename_cell(bigint, text, text),
     @extschema@.claims_set_cell_disabled(bigint, boolean, text),

@@ -4,13 +4,15 @@
  *	  Cell identity: which database role may act for which cell.
  *
  * Each cell is registered in claim_cells with the role it connects as.
- * A call for cell N is accepted only from a session whose role has the
- * privileges of cell N's role, or from an administrator (a member of
- * claims_admin, or a superuser). The role judged is the session's current
- * role outside any SECURITY DEFINER function (GetOuterUserId), so the
- * extension's own definer rights never count. Unregistered cells are
+ * A call for cell N is accepted only from a role that has the privileges
+ * of cell N's role, or from an administrator (a member of claims_admin, or
+ * a superuser). The role judged is the one that called the function
+ * (claims_caller_role: after SET ROLE, or the owner of a SECURITY DEFINER
+ * function that called it), never the extension owner the statements then
+ * run as. Unregistered cells are
  * refused, and disabled cells to all but administrators, unless
- * claims.open_mode is on.
+ * claims.open_mode is on. Calls from inside a security-restricted operation
+ * (a table owner's code run by maintenance commands) are always refused.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +20,7 @@
 
 #include "catalog/pg_authid.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -26,6 +29,10 @@
 
 PG_FUNCTION_INFO_V1(claims_require_admin);
 PG_FUNCTION_INFO_V1(claims_caller);
+PG_FUNCTION_INFO_V1(claims_lock_cell);
+
+/* field4 of the lock tag: keeps these locks apart from advisory locks */
+#define CLAIMS_CELL_LOCK_SPACE 0x434C
 
 bool		claims_open_mode = false;
 
@@ -113,39 +120,85 @@ claims_cells_ensure(void)
 	PG_END_TRY();
 }
 
-/* Does the caller have the privileges of the named role? */
+/* Does this role have the privileges of the named role? */
 static bool
-claims_caller_has_role(const char *role_name)
+claims_role_has_role(Oid member, const char *role_name)
 {
 	Oid			role = get_role_oid(role_name, true);
 
-	return OidIsValid(role) && has_privs_of_role(GetOuterUserId(), role);
+	return OidIsValid(role) && has_privs_of_role(member, role);
+}
+
+/* Is this role an administrator: a superuser or a member of claims_admin? */
+static bool
+claims_role_is_admin(Oid role)
+{
+	return superuser_arg(role) || claims_role_has_role(role, "claims_admin");
 }
 
 /*
- * Is the caller an administrator: a superuser or a member of claims_admin?
+ * Is the caller of the current API call an administrator?
  */
 bool
 claims_caller_is_admin(void)
 {
-	return superuser_arg(GetOuterUserId()) || claims_caller_has_role("claims_admin");
+	return claims_role_is_admin(claims_caller_role);
 }
 
 /* The caller's role name. */
 static char *
 claims_caller_name(void)
 {
-	return GetUserNameFromId(GetOuterUserId(), false);
+	return GetUserNameFromId(claims_caller_role, false);
+}
+
+/*
+ * Serialise new leases of a cell against its decommissioning: a
+ * begin_update holds this lock in share mode until its transaction ends,
+ * and claims_lock_cell() takes it exclusively. A lock tag of its own, so it
+ * never meets an application's advisory locks.
+ */
+static void
+claims_lock_cell_tag(int64 cell_id, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) cell_id >> 32),
+						 (uint32) cell_id, CLAIMS_CELL_LOCK_SPACE);
+	(void) LockAcquire(&tag, mode, false, false);
+}
+
+/*
+ * Refuse every call made inside a security-restricted operation: index
+ * expressions, ANALYZE, VACUUM, CLUSTER, REINDEX, REFRESH MATERIALIZED VIEW
+ * and autovacuum run a table owner's code on behalf of whoever started the
+ * command (often a superuser); such code has no business acting for a cell.
+ */
+static void
+claims_refuse_restricted(void)
+{
+	if (InSecurityRestrictedOperation())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("claims functions cannot run inside a security-restricted operation"),
+				 errdetail("Index expressions, ANALYZE, VACUUM, CLUSTER, REINDEX and materialized views run as a table's owner; the claims functions judge the session's role.")));
 }
 
 /*
  * Refuse unless the caller may act for this cell.
  */
 void
-claims_authorize_cell(int64 cell_id)
+claims_authorize_cell(int64 cell_id, bool for_new_lease)
 {
 	ClaimsCell *cell = NULL;
 
+	claims_refuse_restricted();
+	if (for_new_lease)
+	{
+		/* wait out a decommission in progress, then see its outcome */
+		claims_lock_cell_tag(cell_id, ShareLock);
+		AcceptInvalidationMessages();
+	}
 	if (claims_open_mode)
 		return;
 
@@ -170,7 +223,7 @@ claims_authorize_cell(int64 cell_id)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cell " INT64_FORMAT " is disabled", cell_id),
 				 errhint("An administrator enables cells with claims_set_cell_disabled().")));
-	if (!claims_caller_has_role(cell->role_name))
+	if (!claims_role_has_role(claims_caller_role, cell->role_name))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("role \"%s\" may not act for cell " INT64_FORMAT,
@@ -186,8 +239,10 @@ claims_authorize_cell(int64 cell_id)
 void
 claims_authorize_lookup(void)
 {
+	claims_refuse_restricted();
 	if (claims_open_mode || claims_caller_is_admin() ||
-		claims_caller_has_role("claims_router") || claims_caller_has_role("claims_cell"))
+		claims_role_has_role(claims_caller_role, "claims_router") ||
+		claims_role_has_role(claims_caller_role, "claims_cell"))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -196,26 +251,48 @@ claims_authorize_lookup(void)
 }
 
 /*
- * claims_require_admin() returns void: raise 42501 unless the caller is an
- * administrator. Used by the administrator functions.
+ * claims_require_admin() returns void: raise 42501 unless the session's
+ * role is an administrator. The administrator functions are SECURITY
+ * DEFINER, so they judge the role outside them (GetOuterUserId); only
+ * claims_admin may execute them at all.
  */
 Datum
 claims_require_admin(PG_FUNCTION_ARGS)
 {
-	if (!claims_caller_is_admin())
+	claims_refuse_restricted();
+	if (!claims_role_is_admin(GetOuterUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("role \"%s\" is not a claims administrator", claims_caller_name()),
+				 errmsg("role \"%s\" is not a claims administrator",
+						GetUserNameFromId(GetOuterUserId(), false)),
 				 errhint("Administrators are members of claims_admin.")));
 	PG_RETURN_VOID();
 }
 
 /*
  * claims_caller() returns text: the role acting, as the audit log records
- * it (not the extension owner a SECURITY DEFINER function runs as).
+ * it (not the extension owner the administrator functions run as).
  */
 Datum
 claims_caller(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(claims_caller_name()));
+	PG_RETURN_TEXT_P(cstring_to_text(GetUserNameFromId(GetOuterUserId(), false)));
+}
+
+/*
+ * claims_lock_cell(cell_id bigint) returns void: wait for the cell's
+ * begin_updates in progress and hold off new ones until this transaction
+ * ends (used by decommissioning).
+ */
+Datum
+claims_lock_cell(PG_FUNCTION_ARGS)
+{
+	claims_refuse_restricted();
+	if (!claims_role_is_admin(GetOuterUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" is not a claims administrator",
+						GetUserNameFromId(GetOuterUserId(), false))));
+	claims_lock_cell_tag(PG_GETARG_INT64(0), ExclusiveLock);
+	PG_RETURN_VOID();
 }

@@ -313,6 +313,7 @@ Datum
 claims_begin_update(PG_FUNCTION_ARGS)
 {
 	MemoryContext caller = CurrentMemoryContext;
+	ClaimsCall	call;
 	Jsonb	   *request;
 	ClaimsBeginRequest req;
 	ClaimsBatchOp *ops;
@@ -351,7 +352,7 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	claims_check_writable("claims_begin_update");
 	request = PG_GETARG_JSONB_P(0);
 
-	claims_spi_begin(fcinfo);
+	claims_spi_begin(fcinfo, &call);
 	claims_parse_begin(request, &req);
 	ops = claims_build_ops(&req, &nops);
 
@@ -435,6 +436,6 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	claims_json_end_object(&js);
 	result = claims_json_finish(&js);
 
-	SPI_finish();
+	claims_spi_end(&call);
 	PG_RETURN_JSONB_P(result);
 }

@@ -33,7 +33,7 @@ extern bool claims_open_mode;
 /* auth.c: which role may act for which cell */
 extern void claims_auth_init(void);
 extern bool claims_caller_is_admin(void);
-extern void claims_authorize_cell(int64 cell_id);
+extern void claims_authorize_cell(int64 cell_id, bool for_new_lease);
 extern void claims_authorize_lookup(void);
 
 /* Kinds of operation one batch entry performs (also passed to SQL). */
@@ -90,7 +90,16 @@ typedef enum ClaimsPlanId
 	CLAIMS_NUM_PLANS
 } ClaimsPlanId;
 
-extern void claims_spi_begin(FunctionCallInfo fcinfo);
+/* The role an API call is judged as, and what to restore at its end. */
+typedef struct ClaimsCall
+{
+	Oid			saved_userid;
+	int			saved_sec_context;
+} ClaimsCall;
+
+extern Oid	claims_caller_role;
+extern void claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call);
+extern void claims_spi_end(ClaimsCall *call);
 extern SPIPlanPtr claims_plan(ClaimsPlanId id);
 extern Oid	claims_schema_oid(void);
 

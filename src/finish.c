@@ -26,6 +26,7 @@ static void
 claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 {
 	const char *fname = commit ? "claims_commit" : "claims_rollback";
+	ClaimsCall	call;
 	int64		cell_id;
 	pg_uuid_t  *lease_uuid;
 	Datum		args[2];
@@ -49,8 +50,8 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	claims_check_cell_id(cell_id);
 	uuid = claims_uuid_string(lease_uuid);
 
-	claims_spi_begin(fcinfo);
-	claims_authorize_cell(cell_id);
+	claims_spi_begin(fcinfo, &call);
+	claims_authorize_cell(cell_id, false);
 	args[0] = UUIDPGetDatum(lease_uuid);
 	args[1] = Int64GetDatum(cell_id);
 	ret = SPI_execute_plan(claims_plan(commit ? CLAIMS_PLAN_COMMIT : CLAIMS_PLAN_ROLLBACK),
@@ -83,7 +84,7 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 				 errdetail("Its creates were released and its destroys undone; other cells may have claimed the values since."),
 				 errhint("Claim the values again with a new lease.")));
 
-	SPI_finish();
+	claims_spi_end(&call);
 }
 
 /*

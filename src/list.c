@@ -57,6 +57,7 @@ Datum
 claims_list_leases(PG_FUNCTION_ARGS)
 {
 	MemoryContext caller = CurrentMemoryContext;
+	ClaimsCall	call;
 	ClaimsListLeasesRequest req;
 	pg_uuid_t	nil_uuid;
 	Datum		args[5];
@@ -72,7 +73,7 @@ claims_list_leases(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("request must not be NULL")));
 
-	claims_spi_begin(fcinfo);
+	claims_spi_begin(fcinfo, &call);
 	claims_parse_list_leases(PG_GETARG_JSONB_P(0), &req);
 
 	memset(&nil_uuid, 0, sizeof(nil_uuid));
@@ -121,7 +122,7 @@ claims_list_leases(PG_FUNCTION_ARGS)
 	claims_json_end_object(&js);
 	result = claims_json_finish(&js);
 
-	SPI_finish();
+	claims_spi_end(&call);
 	PG_RETURN_JSONB_P(result);
 }
 
@@ -175,6 +176,7 @@ Datum
 claims_list_records(PG_FUNCTION_ARGS)
 {
 	MemoryContext caller = CurrentMemoryContext;
+	ClaimsCall	call;
 	ClaimsListRecordsRequest req;
 	Datum	   *type_datums;
 	Datum		types;
@@ -192,7 +194,7 @@ claims_list_records(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("request must not be NULL")));
 
-	claims_spi_begin(fcinfo);
+	claims_spi_begin(fcinfo, &call);
 	claims_parse_list_records(PG_GETARG_JSONB_P(0), &req);
 
 	type_datums = palloc(sizeof(Datum) * Max(req.ntypes, 1));
@@ -247,6 +249,6 @@ claims_list_records(PG_FUNCTION_ARGS)
 	claims_json_end_object(&js);
 	result = claims_json_finish(&js);
 
-	SPI_finish();
+	claims_spi_end(&call);
 	PG_RETURN_JSONB_P(result);
 }

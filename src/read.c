@@ -20,6 +20,7 @@ Datum
 claims_get_record(PG_FUNCTION_ARGS)
 {
 	MemoryContext caller = CurrentMemoryContext;
+	ClaimsCall	call;
 	ClaimsBucketRef ref;
 	Datum		args[3];
 	bytea	   *digest;
@@ -32,7 +33,7 @@ claims_get_record(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("request must not be NULL")));
 
-	claims_spi_begin(fcinfo);
+	claims_spi_begin(fcinfo, &call);
 	claims_authorize_lookup();
 	claims_parse_get_record(PG_GETARG_JSONB_P(0), &ref);
 
@@ -48,7 +49,7 @@ claims_get_record(PG_FUNCTION_ARGS)
 		elog(ERROR, "claims: get_record statement returned %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
 	{
-		SPI_finish();
+		claims_spi_end(&call);
 		PG_RETURN_NULL();
 	}
 
@@ -60,6 +61,6 @@ claims_get_record(PG_FUNCTION_ARGS)
 	claims_json_end_object(&js);
 	result = claims_json_finish(&js);
 
-	SPI_finish();
+	claims_spi_end(&call);
 	PG_RETURN_JSONB_P(result);
 }

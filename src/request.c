@@ -984,7 +984,7 @@ claims_request_root(Jsonb *request, const ClaimsPath *root)
 
 /* A required cell_id, which the caller must be allowed to act for. */
 static int64
-claims_read_cell_id(ClaimsField *f, const ClaimsPath *root)
+claims_read_cell_id(ClaimsField *f, const ClaimsPath *root, bool for_new_lease)
 {
 	ClaimsPath	p = claims_field_path(root, f);
 	int64		cell_id;
@@ -994,7 +994,7 @@ claims_read_cell_id(ClaimsField *f, const ClaimsPath *root)
 	cell_id = claims_read_int64(&f->value, &p);
 	if (cell_id <= 0)
 		claims_malformed(&p, "must be greater than 0, not " INT64_FORMAT, cell_id);
-	claims_authorize_cell(cell_id);
+	claims_authorize_cell(cell_id, for_new_lease);
 	return cell_id;
 }
 
@@ -1012,7 +1012,7 @@ claims_parse_begin(Jsonb *request, ClaimsBeginRequest *out)
 
 	memset(out, 0, sizeof(*out));
 	claims_read_object(&rv, &root, f, lengthof(f));
-	out->cell_id = claims_read_cell_id(&f[0], &root);
+	out->cell_id = claims_read_cell_id(&f[0], &root, true);
 
 	if (f[3].present)
 	{
@@ -1093,7 +1093,7 @@ claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out)
 
 	memset(out, 0, sizeof(*out));
 	claims_read_object(&rv, &root, f, lengthof(f));
-	out->cell_id = claims_read_cell_id(&f[0], &root);
+	out->cell_id = claims_read_cell_id(&f[0], &root, false);
 	out->limit = claims_read_limit(&f[2], &root, CLAIMS_LEASES_DEFAULT_LIMIT, CLAIMS_LEASES_MAX_LIMIT);
 	out->created_after = DT_NOBEGIN;
 	if (f[3].present)
@@ -1148,7 +1148,7 @@ claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out)
 
 	memset(out, 0, sizeof(*out));
 	claims_read_object(&rv, &root, f, lengthof(f));
-	out->cell_id = claims_read_cell_id(&f[0], &root);
+	out->cell_id = claims_read_cell_id(&f[0], &root, false);
 
 	sp = claims_field_path(&root, &f[1]);
 	if (!f[1].present)

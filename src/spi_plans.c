@@ -11,9 +11,13 @@
  */
 #include "claims.h"
 
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 /* Columns of a claim as claims_json_record reads them. */
 #define RECORD_COLUMNS \
@@ -233,17 +237,36 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 
 static SPIPlanPtr plans[CLAIMS_NUM_PLANS];
 static Oid	plans_schema = InvalidOid;
+Oid			claims_caller_role = InvalidOid;
 static Oid	claims_current_nsp = InvalidOid;
 
 /*
- * Connect to SPI for an API call and note the extension's schema (the
- * schema of the called function). A schema change (DROP and CREATE
- * EXTENSION elsewhere) drops the saved plans.
+ * Start an API call: note the calling role, switch to the extension's owner
+ * (the owner of the called function) for the statements, connect to SPI and
+ * note the extension's schema. A schema change (DROP and CREATE EXTENSION
+ * elsewhere) drops the saved plans. The functions are not SECURITY DEFINER:
+ * the role judged is the one that called them, whoever it is running as.
  */
 void
-claims_spi_begin(FunctionCallInfo fcinfo)
+claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 {
-	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+	HeapTuple	proctup;
+	Oid			nsp;
+	Oid			owner;
+
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	nsp = ((Form_pg_proc) GETSTRUCT(proctup))->pronamespace;
+	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
+	ReleaseSysCache(proctup);
+
+	claims_caller_role = GetUserId();
+	GetUserIdAndSecContext(&call->saved_userid, &call->saved_sec_context);
+	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+
+	/* see registry changes committed since this transaction began */
+	AcceptInvalidationMessages();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");
@@ -259,6 +282,17 @@ claims_spi_begin(FunctionCallInfo fcinfo)
 		}
 		plans_schema = nsp;
 	}
+}
+
+/*
+ * Finish an API call: disconnect from SPI and return to the caller's role.
+ * (An error restores the role through transaction abort.)
+ */
+void
+claims_spi_end(ClaimsCall *call)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(call->saved_userid, call->saved_sec_context);
 }
 
 /* The schema the extension lives in. */
