@@ -13,6 +13,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 
 /* Columns of a claim as claims_json_record reads them. */
@@ -240,6 +241,9 @@ void
 claims_spi_begin(FunctionCallInfo fcinfo)
 {
 	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+
+	/* see registry changes committed since this transaction began */
+	AcceptInvalidationMessages();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");
