@@ -244,24 +244,28 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 	switch (worst)
 	{
 		case CLAIMS_NOT_FOUND:
+			claims_stats_count(CLAIMS_STAT_NOT_FOUND);
 			ereport(ERROR,
 					(errcode(ERRCODE_NO_DATA_FOUND),
 					 errmsg("cannot destroy %s: the value is not claimed", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		case CLAIMS_NOT_OWNER:
+			claims_stats_count(CLAIMS_STAT_OWNERSHIP);
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("cannot destroy %s: the value belongs to another cell", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		case CLAIMS_PERMANENT:
+			claims_stats_count(CLAIMS_STAT_CONFLICTS_PERMANENT);
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("%s is already claimed", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		default:
+			claims_stats_count(CLAIMS_STAT_CONFLICTS_TEMPORARY);
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("%s is under another lease", first),
@@ -289,21 +293,30 @@ claims_check_repeated_begin(Jsonb *request, ClaimsBeginRequest *req)
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: lease lookup failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
+	{
+		claims_stats_count(CLAIMS_STAT_MALFORMED);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid request at $.lease_uuid: lease %s was already used", uuid)));
+	}
 
 	owner = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	payload = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	if (owner != req->cell_id)
+	{
+		claims_stats_count(CLAIMS_STAT_OWNERSHIP);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("lease %s belongs to another cell", uuid)));
+	}
 	if (compareJsonbContainers(&payload->root, &request->root) != 0)
+	{
+		claims_stats_count(CLAIMS_STAT_MALFORMED);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid request at $.lease_uuid: lease %s was already used for a different request", uuid),
 				 errhint("A retry must repeat its request exactly; a new request needs a new lease uuid.")));
+	}
 }
 
 /*
@@ -345,6 +358,7 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	ClaimsJson	js;
 	Jsonb	   *result;
 
+	claims_stats_count(CLAIMS_STAT_BEGIN_UPDATES);
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -425,6 +439,8 @@ claims_begin_update(PG_FUNCTION_ARGS)
 		claims_check_repeated_begin(request, &req);
 	else if (touched != nops || placeholders != 0)
 		claims_report_failures(&req, ops, nops, &lease_uuid);
+	else
+		claims_stats_count_begin(req.ncreates, req.ndestroys, nops);
 
 	MemoryContextSwitchTo(caller);
 	claims_json_init(&js);

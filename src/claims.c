@@ -18,8 +18,8 @@ int			claims_max_batch_size = 1000;
 void		_PG_init(void);
 
 /*
- * Define the settings. Everything here works with or without
- * shared_preload_libraries.
+ * Define the settings. The API works with or without
+ * shared_preload_libraries; preloading adds statistics and the worker.
  */
 void
 _PG_init(void)
@@ -31,6 +31,12 @@ _PG_init(void)
 							1000, 1, 100000,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	claims_worker_define_gucs();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		claims_stats_init();
+		claims_worker_register();
+	}
 
 	DefineCustomBoolVariable("claims.open_mode",
 							 "Lets any role that may call the functions act for any cell id.",
@@ -66,7 +72,10 @@ void
 claims_check_cell_id(int64 cell_id)
 {
 	if (cell_id <= 0)
+	{
+		claims_stats_count(CLAIMS_STAT_MALFORMED);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid request at $.cell_id: must be greater than 0, not " INT64_FORMAT, cell_id)));
+	}
 }

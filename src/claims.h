@@ -216,4 +216,42 @@ extern void claims_uuid7_fill(pg_uuid_t *out, int n);
 extern void claims_check_writable(const char *function);
 extern void claims_check_cell_id(int64 cell_id);
 
+/* stats.c: shared-memory statistics (counts of calls, not of commits) */
+typedef enum ClaimsStatCounter
+{
+	CLAIMS_STAT_BEGIN_UPDATES = 0,
+	CLAIMS_STAT_CLAIMS_CREATED,
+	CLAIMS_STAT_CLAIMS_DESTROYED,
+	CLAIMS_STAT_CLAIMS_REPLACED,
+	CLAIMS_STAT_COMMITS,
+	CLAIMS_STAT_ROLLBACKS,
+	CLAIMS_STAT_REPEATED_COMMITS,
+	CLAIMS_STAT_REPEATED_ROLLBACKS,
+	CLAIMS_STAT_CONFLICTS_PERMANENT,
+	CLAIMS_STAT_CONFLICTS_TEMPORARY,
+	CLAIMS_STAT_MALFORMED,
+	CLAIMS_STAT_OWNERSHIP,
+	CLAIMS_STAT_NOT_FOUND,
+	CLAIMS_NUM_STATS
+} ClaimsStatCounter;
+
+extern void claims_stats_init(void);
+extern void claims_stats_add(ClaimsStatCounter counter, int64 n);
+extern void claims_stats_count(ClaimsStatCounter counter);
+extern void claims_stats_count_begin(int ncreates, int ndestroys, int nops);
+extern void claims_stats_count_finish(bool commit, bool repeated);
+extern void claims_stats_worker_cycle(bool starting);
+extern bool claims_stats_worker_interrupted(void);
+extern void claims_stats_worker_report(TimestampTz run, int64 stale_leases, int64 oldest_age);
+
+/* worker.c: the stale lease reporter and its settings (seconds) */
+extern int	claims_stale_lease_threshold;
+extern int	claims_report_interval;
+extern int	claims_report_repeat;
+extern int	claims_lease_history_retention;
+extern char *claims_database;
+extern void claims_worker_define_gucs(void);
+extern void claims_worker_register(void);
+extern PGDLLEXPORT void claims_worker_main(Datum main_arg);
+
 #endif							/* CLAIMS_H */

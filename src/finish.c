@@ -60,17 +60,23 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 		elog(ERROR, "claims: %s statement returned %s", fname, SPI_result_code_string(ret));
 
 	if (SPI_processed == 0)
+	{
+		claims_stats_count(CLAIMS_STAT_NOT_FOUND);
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("lease %s does not exist", uuid)));
+	}
 
 	owner = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	state = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 
 	if (owner != cell_id)
+	{
+		claims_stats_count(CLAIMS_STAT_OWNERSHIP);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("lease %s belongs to another cell", uuid)));
+	}
 
 	if (strcmp(state, "committed") == 0 && !commit)
 		ereport(ERROR,
@@ -84,6 +90,7 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 				 errdetail("Its creates were released and its destroys undone; other cells may have claimed the values since."),
 				 errhint("Claim the values again with a new lease.")));
 
+	claims_stats_count_finish(commit, strcmp(state, "outstanding") != 0);
 	claims_spi_end(&call);
 }
 

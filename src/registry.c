@@ -178,18 +178,25 @@ claims_type_by_id(ClaimsRegistryKind kind, int32 id)
 }
 
 /*
- * The registered type with this name or older alias, or NULL.
+ * The registered type with this name or older alias, or NULL. Names are
+ * matched before aliases.
  */
 const ClaimsTypeEntry *
 claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len)
 {
 	claims_registry_ensure();
+	/* a current name always wins over another type's older alias */
 	for (int i = 0; i < registry_count[kind]; i++)
 	{
 		ClaimsTypeEntry *e = &registry_entries[kind][i];
 
 		if ((int) strlen(e->name) == len && memcmp(e->name, name, len) == 0)
 			return e;
+	}
+	for (int i = 0; i < registry_count[kind]; i++)
+	{
+		ClaimsTypeEntry *e = &registry_entries[kind][i];
+
 		for (int j = 0; j < e->naliases; j++)
 			if ((int) strlen(e->aliases[j]) == len && memcmp(e->aliases[j], name, len) == 0)
 				return e;

@@ -84,6 +84,7 @@ claims_malformed(const ClaimsPath *path, const char *fmt,...)
 			break;
 		enlargeStringInfo(&msg, needed);
 	}
+	claims_stats_count(CLAIMS_STAT_MALFORMED);
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid request at %s: %s", claims_path_string(path), msg.data)));
@@ -721,6 +722,8 @@ claims_read_claim(const JsonbValue *v, const ClaimsPath *path,
 		if (tok != WJB_KEY)
 			continue;
 		tok = JsonbIteratorNext(&it, &val, true);
+		if (val.type == jbvNull)
+			continue;			/* proto3: null is the default value */
 		fp.parent = path;
 		fp.key = k.val.string.val;
 		fp.keylen = k.val.string.len;
@@ -745,6 +748,8 @@ claims_read_claim(const JsonbValue *v, const ClaimsPath *path,
 			*value = val.val.string.val;
 			*len = val.val.string.len;
 		}
+		else if (e->integer_valued)
+			claims_malformed(&fp, "expected an integer, not %s", claims_json_kind(&val));
 		else
 			claims_malformed(&fp, "expected a string, not %s", claims_json_kind(&val));
 		claims_check_value(*type, *value, *len, &fp);

@@ -1,0 +1,173 @@
+# claims_stats: every counter moves exactly as a scripted sequence of calls
+# says, errors included; reset and privileges; and without
+# shared_preload_libraries the store works while claims_stats fails 55000.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my @counters = qw(begin_updates claims_created claims_destroyed claims_replaced
+  commits rollbacks repeated_commits repeated_rollbacks conflicts_permanent
+  conflicts_temporary malformed_requests ownership_violations not_found);
+
+# SQLSTATE of a statement, '00000' when it succeeds.
+my $sqlstate_of = q{
+CREATE FUNCTION sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE stmt;
+    RETURN '00000';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
+};
+
+# A metadata entry for USERNAMES value $value.
+sub record
+{
+	my ($value, $subject) = @_;
+	$subject //= 1;
+	return sprintf(
+		'{"bucket": {"type": "USERNAMES", "value": "%s"}, '
+		  . '"subject": {"type": "USER", "id": %d}, '
+		  . '"source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 1}}',
+		$value, $subject);
+}
+
+# A begin_update request.
+sub request
+{
+	my ($cell, $creates, $destroys, $lease) = @_;
+	my $r = sprintf('{"cell_id": %d, "create_records": [%s], "destroy_records": [%s]',
+		$cell, join(', ', @$creates), join(', ', @$destroys));
+	$r .= qq{, "lease_uuid": "$lease"} if defined $lease;
+	return "$r}";
+}
+
+my $node = PostgreSQL::Test::Cluster->new('stats');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+shared_preload_libraries = 'claims'
+claims.report_interval = '1h'
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION claims');
+$node->safe_psql('postgres', $sqlstate_of);
+
+my %expected = map { $_ => 0 } @counters;
+
+# Run one step and check every counter against the expectation.
+sub step
+{
+	my ($label, $sql, $want_state, %moves) = @_;
+	my $quoted = $sql =~ s/'/''/gr;
+	my $state = $node->safe_psql('postgres', "SELECT sqlstate_of('$quoted')");
+	is($state, $want_state, "$label: SQLSTATE $want_state");
+	$expected{$_} += $moves{$_} for keys %moves;
+	my $got = $node->safe_psql('postgres',
+		'SELECT ' . join(q{ || ',' || }, @counters) . ' FROM claims_stats');
+	is($got, join(',', map { $expected{$_} } @counters), "$label: counters");
+	return;
+}
+
+# Reset, then everything is zero.
+$node->safe_psql('postgres', 'SELECT claims_begin_update(\'' . request(9, [ record('warmup') ], []) . '\')');
+my $before = $node->safe_psql('postgres', 'SELECT stats_reset FROM claims_stats');
+$node->safe_psql('postgres', 'SELECT claims_stats_reset()');
+is( $node->safe_psql(
+		'postgres',
+		'SELECT ' . join(' + ', @counters) . ", stats_reset > '$before' FROM claims_stats"),
+	'0|t',
+	'reset: every counter zero, reset time moved');
+
+my $l1 = '01900000-0000-7000-8000-000000000001';
+my $l2 = '01900000-0000-7000-8000-000000000002';
+my $l3 = '01900000-0000-7000-8000-000000000003';
+my $l4 = '01900000-0000-7000-8000-000000000004';
+my $r4 = request(3, [ record('u4') ], [], $l4);
+
+step('begin creating two', "SELECT claims_begin_update('" . request(1, [ record('u1'), record('u2') ], [], $l1) . "')",
+	'00000', begin_updates => 1, claims_created => 2);
+step('commit', "SELECT claims_commit(1, '$l1')", '00000', commits => 1);
+step('repeated commit', "SELECT claims_commit(1, '$l1')", '00000', repeated_commits => 1);
+step('begin replacing one and destroying one',
+	"SELECT claims_begin_update('" . request(1, [ record('u1', 2) ], [ record('u1'), record('u2') ], $l2) . "')",
+	'00000', begin_updates => 1, claims_replaced => 1, claims_destroyed => 1);
+step('rollback', "SELECT claims_rollback(1, '$l2')", '00000', rollbacks => 1);
+step('repeated rollback', "SELECT claims_rollback(1, '$l2')", '00000', repeated_rollbacks => 1);
+step('permanent conflict', "SELECT claims_begin_update('" . request(2, [ record('u1') ], []) . "')",
+	'23505', begin_updates => 1, conflicts_permanent => 1);
+step('begin creating one', "SELECT claims_begin_update('" . request(1, [ record('u3') ], [], $l3) . "')",
+	'00000', begin_updates => 1, claims_created => 1);
+step('temporary conflict', "SELECT claims_begin_update('" . request(2, [ record('u3') ], []) . "')",
+	'55P03', begin_updates => 1, conflicts_temporary => 1);
+step('malformed request', q{SELECT claims_begin_update('{"cell_id": 1, "bogus": 1}')},
+	'22023', begin_updates => 1, malformed_requests => 1);
+step('malformed cell id', "SELECT claims_commit(0, '$l3')", '22023', malformed_requests => 1);
+step('ownership violation', "SELECT claims_commit(2, '$l3')", '42501', ownership_violations => 1);
+step('destroy of another cell\'s value', "SELECT claims_begin_update('" . request(2, [], [ record('u1') ]) . "')",
+	'42501', begin_updates => 1, ownership_violations => 1);
+step('unknown lease', "SELECT claims_commit(1, '01900000-0000-7000-8000-0000000000ff')",
+	'P0002', not_found => 1);
+step('destroy of an unclaimed value', "SELECT claims_begin_update('" . request(1, [], [ record('nobody') ]) . "')",
+	'P0002', begin_updates => 1, not_found => 1);
+step('begin with a lease uuid', "SELECT claims_begin_update('$r4')", '00000',
+	begin_updates => 1, claims_created => 1);
+step('identical retry', "SELECT claims_begin_update('$r4')", '00000', begin_updates => 1);
+step('commit of a rolled back lease', "SELECT claims_commit(1, '$l2')", '55000');
+
+# Privileges: the reset and the stale lease view are not PUBLIC; monitoring
+# roles read the statistics.
+$node->safe_psql('postgres', 'CREATE ROLE plain; CREATE ROLE monitor IN ROLE pg_monitor');
+is( $node->safe_psql(
+		'postgres', q{SET ROLE plain;
+SELECT sqlstate_of('SELECT * FROM claims_stats'), sqlstate_of('SELECT claims_stats_reset()'),
+       sqlstate_of('SELECT * FROM claims_stale_leases')}),
+	'42501|42501|42501',
+	'PUBLIC reads neither statistics nor stale leases, and cannot reset');
+is( $node->safe_psql(
+		'postgres', q{SET ROLE monitor;
+SELECT sqlstate_of('SELECT * FROM claims_stats'), sqlstate_of('SELECT claims_stats_reset()')}),
+	'00000|42501',
+	'pg_monitor reads the statistics but cannot reset them');
+$node->stop;
+
+# Without shared_preload_libraries (overriding any TEMP_CONFIG).
+my $bare = PostgreSQL::Test::Cluster->new('bare');
+$bare->init;
+$bare->append_conf('postgresql.conf', "shared_preload_libraries = ''");
+$bare->start;
+$bare->safe_psql('postgres', 'CREATE EXTENSION claims');
+$bare->safe_psql('postgres', $sqlstate_of);
+is( $bare->safe_psql(
+		'postgres',
+		"SELECT claims_begin_update('" . request(1, [ record('x') ], []) . "') ->> 'cell_id'"),
+	'1',
+	'without preload the store works');
+is( $bare->safe_psql(
+		'postgres',
+		q{SELECT sqlstate_of('SELECT * FROM claims_stats'), sqlstate_of('SELECT claims_stats_reset()')}),
+	'55000|55000',
+	'without preload claims_stats and claims_stats_reset fail with 55000');
+my ($ret, $stdout, $stderr) = $bare->psql('postgres', 'SELECT * FROM claims_stats');
+like($stderr, qr/HINT:  Add claims to shared_preload_libraries and restart the server\./,
+	'the error hints at shared_preload_libraries');
+$bare->safe_psql('postgres',
+	"UPDATE claim_leases SET created_at = now() - interval '11 minutes'");
+is($bare->safe_psql('postgres', 'SELECT count(*) FROM claims_stale_leases'),
+	'1', 'claims_stale_leases uses the default threshold before the library is loaded');
+is( $bare->safe_psql(
+		'postgres', q{SELECT claims_get_record('{"claim": {"username": "x"}}') IS NOT NULL;
+SHOW claims.stale_lease_threshold}),
+	"t\n10min",
+	'the setting exists once the library is loaded');
+is( $bare->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'claims stale lease reporter'"),
+	'0',
+	'no worker without preload');
+$bare->stop;
+
+done_testing();
