@@ -503,6 +503,27 @@ BEGIN
 END
 $$;
 
+COMMENT ON FUNCTION @extschema@.claims_require_admin() IS
+    'Raise 42501 unless the calling role is an administrator (superuser or member of claims_admin)';
+COMMENT ON FUNCTION @extschema@.claims_caller() IS
+    'The acting role, as the audit log records it';
+COMMENT ON FUNCTION @extschema@.claims_lock_cell(bigint) IS
+    'Wait for a cell''s lease creations in progress and hold off new ones until the transaction ends';
+COMMENT ON FUNCTION @extschema@.claims_audit(text, bigint, uuid, text, jsonb) IS
+    'Record one administrator action in claim_admin_actions';
+COMMENT ON FUNCTION @extschema@.claims_register_cell(bigint, text, text, text) IS
+    'Register a cell with the role it connects as (administrators)';
+COMMENT ON FUNCTION @extschema@.claims_rename_cell(bigint, text, text) IS
+    'Rename a registered cell (administrators)';
+COMMENT ON FUNCTION @extschema@.claims_set_cell_disabled(bigint, boolean, text) IS
+    'Disable or enable a cell; a disabled cell''s own calls are refused (administrators)';
+COMMENT ON VIEW @extschema@.claims_outstanding_leases IS
+    'Every outstanding lease of every cell, with its age and request payload (administrators)';
+COMMENT ON FUNCTION @extschema@.claims_admin_finish_lease(uuid, text, text) IS
+    'Force-finish a lease of any cell with a recorded reason (administrators)';
+COMMENT ON FUNCTION @extschema@.claims_decommission_cell(bigint, text, boolean) IS
+    'Release all claims of a cell and disable it (administrators)';
+
 -- Nobody writes the tables directly; the registries are reference data.
 -- Cells reach the data only through the functions; a cell sees only what
 -- its own calls return. Administrators may read everything.

@@ -19,11 +19,17 @@ FROM (VALUES ('table claims'), ('table claim_leases'), ('table claim_bucket_type
              ('type claim_status'), ('type claim_lease_state'),
              ('function claims_begin_update(jsonb)'), ('function claims_commit(bigint,uuid)'),
              ('function claims_rollback(bigint,uuid)'), ('function claims_get_record(jsonb)'),
-             ('function claims_list_leases(jsonb)'), ('function claims_list_records(jsonb)')) AS o(object);
+             ('function claims_list_leases(jsonb)'), ('function claims_list_records(jsonb)'),
+             ('table claim_cells'), ('table claim_admin_actions'),
+             ('sequence claim_admin_actions_action_id_seq'), ('view claims_outstanding_leases'),
+             ('function claims_register_cell(bigint,text,text,text)')) AS o(object);
 SELECT enum_range(NULL::claim_status) AS claim_status, enum_range(NULL::claim_lease_state) AS claim_lease_state;
 
--- The API functions: none is STRICT (NULL arguments must raise 22004); all
--- run as the extension owner with a pinned search_path.
+-- The API functions: none is STRICT (NULL arguments must raise 22004); none
+-- is SECURITY DEFINER (each judges the role that called it, then runs its
+-- statements as the extension owner); all have a pinned search_path. PUBLIC
+-- may not execute them: cells and administrators may, the router only
+-- claims_get_record.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
        p.prorettype::regtype AS returns, p.proisstrict AS strict,
        p.prosecdef AS security_definer,
@@ -33,6 +39,32 @@ WHERE p.pronamespace = 'public'::regnamespace
   AND p.proname IN ('claims_begin_update', 'claims_commit', 'claims_rollback',
                     'claims_get_record', 'claims_list_leases', 'claims_list_records')
 ORDER BY p.proname;
+SELECT p.proname,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public,
+       has_function_privilege('claims_cell', p.oid, 'EXECUTE') AS cell,
+       has_function_privilege('claims_admin', p.oid, 'EXECUTE') AS admin,
+       has_function_privilege('claims_router', p.oid, 'EXECUTE') AS router
+FROM pg_proc p
+WHERE p.pronamespace = 'public'::regnamespace
+  AND p.proname IN ('claims_begin_update', 'claims_commit', 'claims_rollback',
+                    'claims_get_record', 'claims_list_leases', 'claims_list_records')
+ORDER BY p.proname;
+
+-- Every call for a cell must name a registered cell, the superuser's too.
+-- The suite runs as the superuser, an administrator, so the cells it uses
+-- need only be registered (to a role of their own); ids no test registers
+-- (such as 1201) stay refused.
+CREATE ROLE regress_cells NOLOGIN;
+-- (quiet: every registration after the first notes that the role is already
+-- a member of claims_cell)
+SET client_min_messages = warning;
+SELECT count(claims_register_cell(id, 'cell-' || id, 'regress_cells')) AS registered
+FROM generate_series(1, 1200) AS id;
+RESET client_min_messages;
+SELECT count(*) AS cells, min(cell_id), max(cell_id), bool_and(role_name = 'regress_cells') AS one_role,
+       bool_or(disabled) AS any_disabled
+FROM claim_cells;
+SELECT pg_has_role('regress_cells', 'claims_cell', 'MEMBER') AS cells_role_is_a_cell;
 
 -- The setting and its default.
 SHOW claims.max_batch_size;
@@ -193,3 +225,15 @@ SELECT expect_error($$SELECT 1/0$$);
 SELECT expect_error($$SELECT 1$$);
 SELECT scrub('{"uuid": "01890a5d-ac96-774b-bcce-b302099a8057", "created_at": "2024-01-02T03:04:05.123Z", "x": [{"lease_uuid": "not a uuid"}]}');
 SELECT expect_error($$SELECT 'abc'::int$$, 'abc', 'text');
+
+-- An unregistered cell is refused with 42501 by every API call for a cell,
+-- before anything is written; a registered one is not.
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    req(1201, jsonb_build_array(rec('USERNAMES', 'unregistered-cell')))));
+SELECT expect_error($$SELECT claims_commit(1201, '018f0000-0000-7000-8000-000000001201')$$);
+SELECT expect_error($$SELECT claims_rollback(1201, '018f0000-0000-7000-8000-000000001201')$$);
+SELECT expect_error($$SELECT claims_list_leases('{"cell_id": 1201}')$$);
+SELECT expect_error($$SELECT claims_list_records('{"cell_id": 1201, "source_type": "RAILS_TABLE_USERS"}')$$);
+SELECT status('USERNAMES', 'unregistered-cell');
+SELECT claims_list_leases('{"cell_id": 1200}');
+SELECT count(*) AS claims, (SELECT count(*) FROM claim_leases) AS leases FROM claims;

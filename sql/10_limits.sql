@@ -75,6 +75,10 @@ SELECT expect_error($$SELECT count(*) FROM claims$$);
 SELECT expect_error($$SELECT count(*) FROM claim_leases$$);
 SELECT expect_error($$INSERT INTO claim_bucket_types (type_id, name) VALUES (40, 'PLAIN_TYPES')$$);
 SELECT count(*) > 0 AS reads_registry FROM claim_bucket_types;
+-- ...and, being neither a cell, a router nor an administrator, may not call
+-- the API at all.
+SELECT expect_error(format('SELECT claims_begin_update(%L)', req(1001, jsonb_build_array(rec('ROUTES', 'plain/1')))));
+SELECT expect_error($$SELECT claims_get_record('{"claim": {"username": "alice"}}')$$);
 RESET ROLE;
 SHOW claims.max_batch_size;
 DROP ROLE regress_claims_plain;

@@ -268,8 +268,6 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	/* see registry changes committed since this transaction began */
 	AcceptInvalidationMessages();
 
-	/* see registry changes committed since this transaction began */
-	AcceptInvalidationMessages();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");

@@ -1,7 +1,7 @@
 -- Schema of the claims extension: tables, columns, keys, indexes, check
 -- constraints (declared and enforced), enum types and triggers.
 BEGIN;
-SELECT plan(78);
+SELECT plan(83);
 
 -- Tables ------------------------------------------------------------------
 
@@ -10,6 +10,8 @@ SELECT has_table('claim_leases');
 SELECT has_table('claim_bucket_types');
 SELECT has_table('claim_subject_types');
 SELECT has_table('claim_source_types');
+SELECT has_table('claim_cells');
+SELECT has_table('claim_admin_actions');
 
 -- Columns: name, type, NOT NULL and default, in table order ---------------
 
@@ -56,7 +58,7 @@ SELECT is(
 
 SELECT columns_are('claim_leases', ARRAY[
     'uuid', 'creator_id', 'payload', 'state', 'claim_types', 'claim_digests',
-    'created_at', 'updated_at', 'finished_at']);
+    'created_at', 'updated_at', 'finished_at', 'finished_by', 'finish_reason']);
 
 SELECT results_eq(
     $$SELECT a.attname::text COLLATE "default", format_type(a.atttypid, a.atttypmod), a.attnotnull,
@@ -73,7 +75,9 @@ SELECT results_eq(
              ('claim_digests', 'bytea[]', true, NULL),
              ('created_at', 'timestamp with time zone', true, 'now()'),
              ('updated_at', 'timestamp with time zone', true, 'now()'),
-             ('finished_at', 'timestamp with time zone', false, NULL)$$,
+             ('finished_at', 'timestamp with time zone', false, NULL),
+             ('finished_by', 'text', false, NULL),
+             ('finish_reason', 'text', false, NULL)$$,
     'claim_leases columns have the expected types, NOT NULL and defaults');
 
 SELECT columns_are('claim_bucket_types', ARRAY[
@@ -93,6 +97,11 @@ SELECT results_eq(
              ('aliases', 'text[]', true, '''{}''::text[]'),
              ('builtin', 'boolean', true, 'false')$$,
     'claim_bucket_types columns have the expected types, NOT NULL and defaults');
+
+SELECT columns_are('claim_cells', ARRAY[
+    'cell_id', 'name', 'role_name', 'disabled', 'created_at', 'updated_at']);
+SELECT columns_are('claim_admin_actions', ARRAY[
+    'action_id', 'at', 'actor', 'session_role', 'action', 'cell_id', 'lease_uuid', 'reason', 'detail']);
 
 SELECT columns_are('claim_subject_types', ARRAY['type_id', 'name', 'aliases', 'builtin']);
 SELECT columns_are('claim_source_types', ARRAY['type_id', 'name', 'aliases', 'builtin']);
@@ -190,10 +199,13 @@ SELECT set_eq(
     ARRAY['claim_bucket_types.claim_bucket_types_type_id_check',
           'claim_bucket_types.claim_bucket_types_name_check',
           'claim_bucket_types.claim_bucket_types_claim_field_check',
+          'claim_bucket_types.claim_bucket_types_aliases_check',
           'claim_subject_types.claim_subject_types_type_id_check',
           'claim_subject_types.claim_subject_types_name_check',
+          'claim_subject_types.claim_subject_types_aliases_check',
           'claim_source_types.claim_source_types_type_id_check',
-          'claim_source_types.claim_source_types_name_check'],
+          'claim_source_types.claim_source_types_name_check',
+          'claim_source_types.claim_source_types_aliases_check'],
     'the registries have exactly the expected check constraints');
 
 -- Check constraints: enforced on claims (as superuser) ---------------------
@@ -374,6 +386,9 @@ SELECT throws_ok(
 SELECT triggers_are('claim_bucket_types', ARRAY['claims_registry_changed']);
 SELECT triggers_are('claim_subject_types', ARRAY['claims_registry_changed']);
 SELECT triggers_are('claim_source_types', ARRAY['claims_registry_changed']);
+-- claim_cells carries the same trigger: every backend's cached list of cells
+-- follows registrations, renames and disabling at once.
+SELECT triggers_are('claim_cells', ARRAY['claims_registry_changed']);
 SELECT trigger_is('claim_bucket_types', 'claims_registry_changed', 'claims_registry_changed',
     'the trigger on claim_bucket_types calls claims_registry_changed()');
 SELECT trigger_is('claim_subject_types', 'claims_registry_changed', 'claims_registry_changed',
@@ -385,9 +400,10 @@ SELECT results_eq(
     $$SELECT tgrelid::regclass::text, tgtype::integer, tgenabled::text
         FROM pg_trigger WHERE tgname = 'claims_registry_changed' ORDER BY 1$$,
     $$VALUES ('claim_bucket_types'::text, 60, 'O'::text),
+             ('claim_cells', 60, 'O'),
              ('claim_source_types', 60, 'O'),
              ('claim_subject_types', 60, 'O')$$,
-    'registry triggers fire AFTER INSERT, UPDATE, DELETE and TRUNCATE, once per statement');
+    'registry and cell triggers fire AFTER INSERT, UPDATE, DELETE and TRUNCATE, once per statement');
 SELECT is_empty(
     $$SELECT tgname FROM pg_trigger
        WHERE tgrelid IN ('claims'::regclass, 'claim_leases'::regclass)$$,

@@ -1,7 +1,7 @@
 -- The extension as a whole: version, control flags, member objects and
 -- their schema, pg_dump configuration.
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 
 SELECT has_extension('claims');
 SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'claims'), '1.0',
@@ -32,8 +32,9 @@ SELECT set_eq(
         FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
        WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e' AND c.relkind IN ('r', 'p', 'S')
          AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'claims')$$,
-    ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types'],
-    'the extension owns exactly the five tables (and no sequence)');
+    ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types',
+          'claim_cells', 'claim_admin_actions', 'claim_admin_actions_action_id_seq'],
+    'the extension owns exactly the seven tables and the audit log''s sequence');
 SELECT set_eq(
     $$SELECT t.typname::text COLLATE "default"
         FROM pg_depend d JOIN pg_type t ON t.oid = d.objid
@@ -77,27 +78,34 @@ SELECT is_empty(
         JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'claims'
        WHERE d.deptype = 'e'
          AND d.classid IN ('pg_class'::regclass, 'pg_proc'::regclass)
+         AND NOT (d.classid = 'pg_class'::regclass
+                  AND (SELECT c.relkind FROM pg_class c WHERE c.oid = d.objid) = 'S')
          AND obj_description(d.objid, d.classid::regclass::name) IS NULL
          AND NOT (d.classid = 'pg_proc'::regclass
                   AND d.objid = 'claims_registry_changed()'::regprocedure)$$,
     'every table, view and function of the extension, but the trigger function, has a comment');
 
--- pg_dump: the five tables are configuration tables; registries keep only
--- the rows an operator added.
+-- pg_dump: the seven tables (and the audit log's sequence) are configuration
+-- tables; registries keep only the rows an operator added, the cells and the
+-- audit log are dumped whole.
 SELECT set_eq(
     $$SELECT unnest(extconfig)::regclass::text COLLATE "default" FROM pg_extension WHERE extname = 'claims'$$,
-    ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types'],
-    'pg_extension.extconfig lists the five tables');
+    ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types',
+          'claim_cells', 'claim_admin_actions', 'claim_admin_actions_action_id_seq'],
+    'pg_extension.extconfig lists the seven tables and the audit log''s sequence');
 SELECT results_eq(
     $$SELECT c.relid::regclass::text COLLATE "default", c.cond COLLATE "default"
         FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS c(relid, cond)
        WHERE e.extname = 'claims' ORDER BY 1$$,
-    $$VALUES ('claim_bucket_types'::text, 'WHERE NOT builtin'::text),
+    $$VALUES ('claim_admin_actions'::text, ''::text),
+             ('claim_admin_actions_action_id_seq', ''),
+             ('claim_bucket_types', 'WHERE NOT builtin'),
+             ('claim_cells', ''),
              ('claim_leases', ''),
              ('claim_source_types', 'WHERE NOT builtin'),
              ('claim_subject_types', 'WHERE NOT builtin'),
              ('claims', '')$$,
-    'claims and claim_leases are dumped whole, registries WHERE NOT builtin');
+    'claims, claim_leases, claim_cells and the audit log are dumped whole, registries WHERE NOT builtin');
 SELECT is(
     (SELECT cardinality(extconfig) = cardinality(extcondition) FROM pg_extension WHERE extname = 'claims'),
     true,
@@ -120,12 +128,21 @@ SELECT lives_ok($$DROP EXTENSION claims$$, 'DROP EXTENSION claims succeeds');
 SELECT is_empty(
     $$SELECT c.relname FROM pg_class c
        WHERE c.relname IN ('claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types',
-                           'claim_source_types')
+                           'claim_source_types', 'claim_cells', 'claim_admin_actions',
+                           'claim_admin_actions_action_id_seq', 'claims_outstanding_leases',
+                           'claims_stale_leases', 'claims_stats')
       UNION ALL
       SELECT t.typname FROM pg_type t WHERE t.typname IN ('claim_status', 'claim_lease_state')
       UNION ALL
       SELECT p.proname FROM pg_proc p WHERE p.proname LIKE 'claims\_%'$$,
-    'DROP EXTENSION leaves no table, type or function behind');
+    'DROP EXTENSION leaves no table, view, sequence, type or function behind');
+SELECT set_eq(
+    $$SELECT rolname::text COLLATE "default" FROM pg_roles
+       WHERE rolname IN ('claims_admin', 'claims_router', 'claims_cell')$$,
+    ARRAY['claims_admin', 'claims_router', 'claims_cell'],
+    'DROP EXTENSION keeps the cluster-wide roles claims_admin, claims_router and claims_cell');
+SELECT lives_ok($$CREATE EXTENSION claims$$,
+    'CREATE EXTENSION claims succeeds again with the roles already there');
 
 SELECT * FROM finish();
 ROLLBACK;

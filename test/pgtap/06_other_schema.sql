@@ -4,7 +4,16 @@
 -- created by the test runner in public is dropped and re-created inside this
 -- transaction; the final ROLLBACK restores it.
 BEGIN;
-SELECT plan(45);
+SELECT plan(49);
+
+-- Calls for a cell need a registered cell, whoever makes them; this file runs
+-- as a superuser (an administrator), so registering the cells it uses is
+-- enough. Cells are rows of the extension: each copy registers its own.
+-- (Quiet: registrations after the first note that the role is already a
+-- member of claims_cell.)
+SET LOCAL client_min_messages = warning;
+CREATE ROLE claims_tap_cells NOLOGIN;
+SELECT claims_register_cell(4, 'cell-4', 'claims_tap_cells') \g /dev/null
 
 -- Use the extension in public first, so this session has cached plans and
 -- registries of the public copy when the schema changes under it.
@@ -28,7 +37,8 @@ SELECT is((SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extna
     '"Claims Store"', 'pg_extension.extnamespace is "Claims Store"');
 
 SELECT tables_are('Claims Store',
-    ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types']);
+    ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types',
+          'claim_cells', 'claim_admin_actions']);
 SELECT hasnt_table('public', 'claims', 'no claims table is left in public');
 SELECT has_enum('Claims Store', 'claim_status', 'enum claim_status is in "Claims Store"');
 SELECT has_enum('Claims Store', 'claim_lease_state', 'enum claim_lease_state is in "Claims Store"');
@@ -60,7 +70,9 @@ SELECT is(
 SELECT set_eq(
     $$SELECT unnest(extconfig)::regclass::text COLLATE "default" FROM pg_extension WHERE extname = 'claims'$$,
     ARRAY['"Claims Store".claims', '"Claims Store".claim_leases', '"Claims Store".claim_bucket_types',
-          '"Claims Store".claim_subject_types', '"Claims Store".claim_source_types'],
+          '"Claims Store".claim_subject_types', '"Claims Store".claim_source_types',
+          '"Claims Store".claim_cells', '"Claims Store".claim_admin_actions',
+          '"Claims Store".claim_admin_actions_action_id_seq'],
     'extconfig names the tables of "Claims Store"');
 SELECT is((SELECT count(*)::integer FROM "Claims Store".claim_bucket_types), 17,
     'the bucket registry is seeded in "Claims Store"');
@@ -69,6 +81,16 @@ SELECT throws_ok($$ALTER EXTENSION claims SET SCHEMA public$$, '0A000', NULL,
 
 -- The API, with a search_path that does not name the extension's schema.
 SET LOCAL search_path = public;
+
+SELECT is((SELECT count(*)::integer FROM "Claims Store".claim_cells), 0,
+    'the new copy starts with no registered cell');
+SELECT throws_ok($$SELECT "Claims Store".claims_list_leases('{"cell_id": 4}')$$, '42501',
+    'cell 4 is not registered',
+    'a cell registered in the dropped copy is not registered in "Claims Store"');
+SELECT lives_ok(
+    $$SELECT "Claims Store".claims_register_cell(id, 'cell-' || id, 'claims_tap_cells')
+        FROM generate_series(5, 6) AS id$$,
+    'cells 5 and 6 are registered in "Claims Store"');
 
 SELECT "Claims Store".claims_begin_update('{"cell_id": 5, "create_records": [
     {"bucket": {"type": "ROUTES", "value": "elsewhere"}, "subject": {"type": "GROUP", "id": 50},
@@ -116,9 +138,9 @@ SELECT lives_ok(
     $$SELECT "Claims Store".claims_get_record('{"claim": {"widget": "w"}}')$$,
     'a bucket type added to "Claims Store".claim_bucket_types is known at once');
 
--- A role without grants: needs USAGE on the schema, then the API works and
--- the tables stay closed.
-CREATE ROLE claims_tap_elsewhere NOLOGIN NOSUPERUSER NOINHERIT;
+-- A router (a role whose only grant is claims_router): needs USAGE on the
+-- schema, then claims_get_record works and the tables stay closed.
+CREATE ROLE claims_tap_elsewhere NOLOGIN NOSUPERUSER IN ROLE claims_router;
 SET LOCAL ROLE claims_tap_elsewhere;
 SELECT throws_ok($$SELECT "Claims Store".claims_get_record('{"claim": {"route": "elsewhere"}}')$$,
     '42501', NULL,
@@ -129,7 +151,7 @@ SET LOCAL ROLE claims_tap_elsewhere;
 SELECT is(
     "Claims Store".claims_get_record('{"claim": {"route": "elsewhere"}}') #>> '{record,cell_id}',
     '5',
-    'with USAGE on "Claims Store" the role can call claims_get_record');
+    'with USAGE on "Claims Store" the router can call claims_get_record');
 SELECT throws_ok($$SELECT * FROM "Claims Store".claims$$, '42501', 'permission denied for table claims',
     'the role cannot SELECT "Claims Store".claims');
 SELECT throws_ok($$DELETE FROM "Claims Store".claim_leases$$, '42501', 'permission denied for table claim_leases',
@@ -144,6 +166,8 @@ RESET ROLE;
 -- Back to public in the same session: nothing of "Claims Store" is used.
 SELECT lives_ok($$DROP EXTENSION claims$$, 'the extension can be dropped from "Claims Store"');
 SELECT lives_ok($$CREATE EXTENSION claims SCHEMA public$$, 'the extension can be created in public again');
+SELECT lives_ok($$SELECT claims_register_cell(6, 'cell-6', 'claims_tap_cells')$$,
+    'cell 6 is registered in the re-created public copy');
 SELECT is(claims_get_record('{"bucket": {"type": "ROUTES", "value": "elsewhere"}}'), NULL::jsonb,
     'the re-created public copy is empty');
 SELECT throws_ok($$SELECT claims_get_record('{"claim": {"widget": "w"}}')$$, '22023', NULL,

@@ -2,7 +2,7 @@
 -- nothing else), and no code a cell writes can make the extension act with
 -- another role's cell privileges.
 BEGIN;
-SELECT plan(30);
+SELECT plan(35);
 
 CREATE ROLE sec23_cell1 LOGIN;
 CREATE ROLE sec23_cell2 LOGIN;
@@ -114,25 +114,51 @@ SELECT throws_ok($$REFRESH MATERIALIZED VIEW sec23.mv$$, '42501',
     'REFRESH MATERIALIZED VIEW by a superuser: refused');
 SELECT is((SELECT count(*) FROM claim_leases WHERE creator_id = 2), 0::bigint, 'cell 2 got no lease from cell 1''s code');
 
--- A SECURITY DEFINER function of cell 1 that cell 2 (or an administrator)
--- runs executes with cell 1's rights: it must not be able to act for cell 2.
+-- A SECURITY DEFINER function of cell 1 runs with cell 1's rights, whoever
+-- calls it: the API judges the role that called it (the function's owner),
+-- so the function acts for cell 1 and for no other cell, even when cell 2 or
+-- an administrator runs it.
 SET ROLE sec23_cell1;
-CREATE FUNCTION sec23.helper() RETURNS jsonb LANGUAGE sql SECURITY DEFINER AS $f$
-    SELECT public.claims_begin_update('{"cell_id": 2, "lease_uuid": "23000000-0000-4000-8000-00000000bad2",
-        "create_records": [{"claim": {"username": "sec23-stolen-2"}, "subject": {"type": "USER", "id": 1},
-                            "source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 1}}]}')
+CREATE FUNCTION sec23.helper(cell bigint, lease uuid, username text) RETURNS jsonb
+LANGUAGE sql SECURITY DEFINER AS $f$
+    SELECT public.claims_begin_update(jsonb_build_object('cell_id', cell, 'lease_uuid', lease,
+        'create_records', jsonb_build_array(jsonb_build_object(
+            'claim', jsonb_build_object('username', username),
+            'subject', jsonb_build_object('type', 'USER', 'id', 1),
+            'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 1)))))
 $f$;
 GRANT USAGE ON SCHEMA sec23 TO PUBLIC;
-GRANT EXECUTE ON FUNCTION sec23.helper() TO PUBLIC;
+GRANT EXECUTE ON FUNCTION sec23.helper(bigint, uuid, text) TO PUBLIC;
 RESET ROLE;
 SET ROLE sec23_cell2;
-SELECT todo('the cell check judges the session role (GetOuterUserId), not the role a SECURITY DEFINER function runs as', 1);
-SELECT throws_ok($$SELECT sec23.helper()$$, '42501', NULL,
-    'cell 1''s SECURITY DEFINER function run by cell 2 cannot act for cell 2');
+SELECT throws_ok($$SELECT sec23.helper(2, '23000000-0000-4000-8000-00000000bad2', 'sec23-stolen-2')$$,
+    '42501', 'role "sec23_cell1" may not act for cell 2',
+    'cell 1''s SECURITY DEFINER function run by cell 2 cannot act for cell 2: it acts as cell 1');
 RESET ROLE;
-SELECT lives_ok($$SELECT claims_rollback(2, '23000000-0000-4000-8000-00000000bad2') WHERE EXISTS (
-        SELECT 1 FROM claim_leases WHERE uuid = '23000000-0000-4000-8000-00000000bad2')$$,
-    'clean up after the known gap above');
+SET ROLE sec23_admin;
+SELECT throws_ok($$SELECT sec23.helper(2, '23000000-0000-4000-8000-00000000bad3', 'sec23-stolen-3')$$,
+    '42501', 'role "sec23_cell1" may not act for cell 2',
+    '... nor when an administrator runs it');
+RESET ROLE;
+SELECT throws_ok($$SELECT sec23.helper(2, '23000000-0000-4000-8000-00000000bad4', 'sec23-stolen-4')$$,
+    '42501', 'role "sec23_cell1" may not act for cell 2',
+    '... nor when a superuser runs it');
+SELECT is((SELECT count(*) FROM claim_leases WHERE creator_id = 2), 0::bigint,
+    'cell 2 got no lease from cell 1''s SECURITY DEFINER function');
+SET ROLE sec23_cell1;
+SELECT is(sec23.helper(1, '23000000-0000-4000-8000-000000000102', 'sec23-own') ->> 'cell_id', '1',
+    'run by cell 1, its function acts for cell 1');
+RESET ROLE;
+SET ROLE sec23_cell2;
+SELECT is(sec23.helper(1, '23000000-0000-4000-8000-000000000103', 'sec23-own-2') ->> 'cell_id', '1',
+    'run by cell 2, it still acts for cell 1, its owner''s cell');
+RESET ROLE;
+SELECT results_eq(
+    $$SELECT uuid::text, creator_id FROM claim_leases WHERE uuid::text LIKE '23000000-%' ORDER BY uuid$$,
+    $$VALUES ('23000000-0000-4000-8000-000000000101'::text, 1::bigint),
+             ('23000000-0000-4000-8000-000000000102', 1),
+             ('23000000-0000-4000-8000-000000000103', 1)$$,
+    'the only leases written are cell 1''s');
 
 -- Internal functions are not callable.
 SET ROLE sec23_cell1;

@@ -8,6 +8,22 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# Register cells with a role of their own. Every call for a cell must name a
+# registered cell; these tests connect as the bootstrap superuser, an
+# administrator, so registering is all they need.
+sub register_cells
+{
+	my ($node, @cells) = @_;
+	$node->safe_psql(
+		'postgres',
+		join("\n",
+			q{SET client_min_messages = warning;},
+			q{DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_cells')}
+			  . q{ THEN CREATE ROLE tap_cells NOLOGIN; END IF; END $$;},
+			map { "SELECT claims_register_cell($_, 'cell-$_', 'tap_cells');" } @cells));
+	return;
+}
+
 my $node = PostgreSQL::Test::Cluster->new('history');
 $node->init;
 $node->append_conf(
@@ -19,6 +35,7 @@ claims.lease_history_retention = '1h'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION claims');
+register_cells($node, 1);
 
 # Lease one username for cell 1; returns the lease uuid.
 sub begin_lease

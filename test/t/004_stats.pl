@@ -8,6 +8,22 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+# Register cells with a role of their own. Every call for a cell must name a
+# registered cell; these tests connect as the bootstrap superuser, an
+# administrator, so registering is all they need.
+sub register_cells
+{
+	my ($node, @cells) = @_;
+	$node->safe_psql(
+		'postgres',
+		join("\n",
+			q{SET client_min_messages = warning;},
+			q{DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_cells')}
+			  . q{ THEN CREATE ROLE tap_cells NOLOGIN; END IF; END $$;},
+			map { "SELECT claims_register_cell($_, 'cell-$_', 'tap_cells');" } @cells));
+	return;
+}
+
 my @counters = qw(begin_updates claims_created claims_destroyed claims_replaced
   commits rollbacks repeated_commits repeated_rollbacks conflicts_permanent
   conflicts_temporary malformed_requests ownership_violations not_found);
@@ -54,6 +70,7 @@ claims.report_interval = '1h'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION claims');
+register_cells($node, 1, 2, 3, 9);
 $node->safe_psql('postgres', $sqlstate_of);
 
 my %expected = map { $_ => 0 } @counters;
@@ -117,6 +134,12 @@ step('begin with a lease uuid', "SELECT claims_begin_update('$r4')", '00000',
 	begin_updates => 1, claims_created => 1);
 step('identical retry', "SELECT claims_begin_update('$r4')", '00000', begin_updates => 1);
 step('commit of a rolled back lease', "SELECT claims_commit(1, '$l2')", '55000');
+# A cell nobody registered is refused (42501) as soon as its cell_id is read:
+# the call counts as a begin_update, but it touches nobody's value or lease,
+# so it is no ownership violation.
+step('begin for an unregistered cell', "SELECT claims_begin_update('" . request(4, [ record('u5') ], []) . "')",
+	'42501', begin_updates => 1);
+step('commit for an unregistered cell', "SELECT claims_commit(4, '$l3')", '42501');
 
 # Privileges: the reset and the stale lease view are not PUBLIC; monitoring
 # roles read the statistics.
@@ -140,6 +163,7 @@ $bare->init;
 $bare->append_conf('postgresql.conf', "shared_preload_libraries = ''");
 $bare->start;
 $bare->safe_psql('postgres', 'CREATE EXTENSION claims');
+register_cells($bare, 1);
 $bare->safe_psql('postgres', $sqlstate_of);
 is( $bare->safe_psql(
 		'postgres',
