@@ -101,7 +101,25 @@ EOC
 	return $node if defined $opt{start} && !$opt{start};
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION claims; CREATE EXTENSION amcheck;');
+	register_cells($node);
 	return $node;
+}
+
+# Register cells 1 to 20 (bound to one role; the tests act as superuser).
+sub register_cells
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+		SET client_min_messages = warning;
+		DO $$ BEGIN
+			IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'fault_cells') THEN
+				CREATE ROLE fault_cells NOLOGIN;
+			END IF;
+		END $$;
+		SELECT count(claims_register_cell(id, 'cell-' || id, 'fault_cells'))
+		FROM generate_series(1, 20) AS id;
+	});
+	return;
 }
 
 # Metadata of a create: value of a bucket type, owned by a user.
