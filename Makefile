@@ -25,6 +25,9 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Every source includes the shared header.
+$(OBJS): src/claims.h
+
 .PHONY: test run stop bench
 test:
 	scripts/test.sh

@@ -78,7 +78,6 @@ typedef enum ClaimsPlanId
 	CLAIMS_PLAN_CLASSIFY,
 	CLAIMS_PLAN_COMMIT,
 	CLAIMS_PLAN_ROLLBACK,
-	CLAIMS_PLAN_GET_RECORD,
 	CLAIMS_PLAN_LIST_LEASES,
 	CLAIMS_PLAN_LIST_RECORDS,
 	CLAIMS_PLAN_LIST_RECORDS_LTE,
@@ -204,7 +203,10 @@ extern void claims_json_bytes(ClaimsJson *js, const char *data, int len);
 extern void claims_json_enum(ClaimsJson *js, ClaimsRegistryKind kind, int32 id);
 extern void claims_json_jsonb(ClaimsJson *js, Jsonb *jb);
 extern Jsonb *claims_json_finish(ClaimsJson *js);
-extern void claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc);
+#define CLAIMS_RECORD_NCOLS 13
+extern const AttrNumber claims_record_spi_attnums[CLAIMS_RECORD_NCOLS];
+extern void claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc,
+							   const AttrNumber *attnums);
 extern char *claims_base64_encode(const char *data, int len, int *outlen);
 extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);

@@ -11,10 +11,13 @@
  */
 #include "claims.h"
 
+#include "catalog/pg_enum.h"
+#include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/numeric.h"
+#include "utils/syscache.h"
 
 /* Token for a value at the current nesting level. */
 static JsonbIteratorToken
@@ -267,24 +270,46 @@ claims_bucket_label(int32 bucket_type, const char *value, int len)
 	return psprintf("{%d=%.*s}", bucket_type, len, value);
 }
 
-/*
- * A claims.v1 Record from a row with the columns of RECORD_COLUMNS
- * (spi_plans.c).
- */
-void
-claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc)
+/* Attribute numbers of a claim as spi_plans.c's RECORD_COLUMNS select it. */
+const AttrNumber claims_record_spi_attnums[CLAIMS_RECORD_NCOLS] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+
+/* The status name, whether the column is the enum or its text. */
+static char *
+claims_record_status(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
 {
 	bool		isnull;
-	int32		bucket_type = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-	text	   *value = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
-	bytea	   *source_id = DatumGetByteaPP(SPI_getbinval(tuple, desc, 7, &isnull));
+	Datum		d = SPI_getbinval(tuple, desc, attnum, &isnull);
+	HeapTuple	enumtup;
+	char	   *label;
+
+	if (TupleDescAttr(desc, attnum - 1)->atttypid == TEXTOID)
+		return TextDatumGetCString(d);
+	enumtup = SearchSysCache1(ENUMOID, d);
+	if (!HeapTupleIsValid(enumtup))
+		elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(d));
+	label = pstrdup(NameStr(((Form_pg_enum) GETSTRUCT(enumtup))->enumlabel));
+	ReleaseSysCache(enumtup);
+	return label;
+}
+
+/*
+ * A claims.v1 Record from a claim row; attnums says where each of the
+ * columns of RECORD_COLUMNS (spi_plans.c) is in the tuple.
+ */
+void
+claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNumber *attnums)
+{
+	bool		isnull;
+	int32		bucket_type = DatumGetInt32(SPI_getbinval(tuple, desc, attnums[1], &isnull));
+	text	   *value = DatumGetTextPP(SPI_getbinval(tuple, desc, attnums[2], &isnull));
+	bytea	   *source_id = DatumGetByteaPP(SPI_getbinval(tuple, desc, attnums[6], &isnull));
 	Datum		d;
 	const ClaimsTypeEntry *bt = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
 
 	claims_json_begin_object(js);
 
 	claims_json_key(js, "uuid");
-	claims_json_uuid(js, DatumGetUUIDP(SPI_getbinval(tuple, desc, 1, &isnull)));
+	claims_json_uuid(js, DatumGetUUIDP(SPI_getbinval(tuple, desc, attnums[0], &isnull)));
 
 	claims_json_key(js, "metadata");
 	claims_json_begin_object(js);
@@ -299,20 +324,20 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc)
 	claims_json_key(js, "subject");
 	claims_json_begin_object(js);
 	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_SUBJECT_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull)));
+	claims_json_enum(js, CLAIMS_SUBJECT_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, attnums[3], &isnull)));
 	claims_json_key(js, "id");
-	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, 5, &isnull)));
+	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, attnums[4], &isnull)));
 	claims_json_end_object(js);
 
 	claims_json_key(js, "source");
 	claims_json_begin_object(js);
 	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_SOURCE_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, 6, &isnull)));
+	claims_json_enum(js, CLAIMS_SOURCE_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, attnums[5], &isnull)));
 	claims_json_key(js, "rails_primary_key_id");
 	claims_json_bytes(js, VARDATA_ANY(source_id), VARSIZE_ANY_EXHDR(source_id));
 	claims_json_end_object(js);
 
-	d = SPI_getbinval(tuple, desc, 8, &isnull);
+	d = SPI_getbinval(tuple, desc, attnums[7], &isnull);
 	if (!isnull)
 	{
 		claims_json_key(js, "user_data");
@@ -330,12 +355,12 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc)
 	claims_json_end_object(js);
 
 	claims_json_key(js, "cell_id");
-	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, 9, &isnull)));
+	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, attnums[8], &isnull)));
 
 	claims_json_key(js, "status");
-	claims_json_cstring(js, TextDatumGetCString(SPI_getbinval(tuple, desc, 11, &isnull)));
+	claims_json_cstring(js, claims_record_status(tuple, desc, attnums[10]));
 
-	d = SPI_getbinval(tuple, desc, 10, &isnull);
+	d = SPI_getbinval(tuple, desc, attnums[9], &isnull);
 	if (!isnull)
 	{
 		claims_json_key(js, "lease_uuid");
@@ -343,9 +368,9 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc)
 	}
 
 	claims_json_key(js, "created_at");
-	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, 12, &isnull)));
+	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, attnums[11], &isnull)));
 	claims_json_key(js, "updated_at");
-	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, 13, &isnull)));
+	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, attnums[12], &isnull)));
 
 	claims_json_end_object(js);
 }

@@ -242,7 +242,7 @@ claims_list_records(PG_FUNCTION_ARGS)
 	claims_json_key(&js, "records");
 	claims_json_begin_array(&js);
 	for (uint64 i = 0; i < shown; i++)
-		claims_json_record(&js, tt->vals[i], tt->tupdesc);
+		claims_json_record(&js, tt->vals[i], tt->tupdesc, claims_record_spi_attnums);
 	claims_json_end_array(&js);
 	claims_json_key(&js, "truncated");
 	claims_json_bool(&js, truncated);

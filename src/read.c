@@ -3,13 +3,118 @@
  * read.c
  *	  claims_get_record: the routing lookup of one value.
  *
+ * The lookup is the hottest call of the store (every request a router
+ * cannot place from its cache), so it reads the unique index directly
+ * instead of going through SPI and the executor: one index probe on
+ * (bucket_type, sha256 of the value) under the caller's snapshot.
+ *
  *-------------------------------------------------------------------------
  */
 #include "claims.h"
 
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(claims_get_record);
+
+/* Names of the RECORD_COLUMNS (spi_plans.c), in order. */
+static const char *const record_columns[CLAIMS_RECORD_NCOLS] = {
+	"uuid", "bucket_type", "bucket_value", "subject_type", "subject_id", "source_type",
+	"source_id", "user_data", "creator_id", "lease_uuid", "status", "created_at", "updated_at"
+};
+
+/*
+ * Where the record columns are in the claims table.
+ */
+static void
+claims_record_attnums(TupleDesc desc, AttrNumber *attnums)
+{
+	for (int c = 0; c < CLAIMS_RECORD_NCOLS; c++)
+	{
+		attnums[c] = InvalidAttrNumber;
+		for (int a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (!att->attisdropped && strcmp(NameStr(att->attname), record_columns[c]) == 0)
+			{
+				attnums[c] = att->attnum;
+				break;
+			}
+		}
+		if (attnums[c] == InvalidAttrNumber)
+			elog(ERROR, "claims: column \"%s\" of table claims is missing", record_columns[c]);
+	}
+}
+
+/*
+ * Find the claim of one value and add its Record to the document; false
+ * when the value is not claimed.
+ */
+static bool
+claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
+{
+	Oid			nsp = claims_schema_oid();
+	Oid			relid = get_relname_relid("claims", nsp);
+	Oid			indexid = get_relname_relid("claims_bucket_key", nsp);
+	Relation	rel;
+	Relation	index;
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bytea	   *digest;
+	bool		found = false;
+
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		elog(ERROR, "claims: table claims or its index claims_bucket_key is missing");
+
+	digest = palloc(VARHDRSZ + CLAIMS_DIGEST_LEN);
+	SET_VARSIZE(digest, VARHDRSZ + CLAIMS_DIGEST_LEN);
+	memcpy(VARDATA(digest), ref->digest, CLAIMS_DIGEST_LEN);
+
+	rel = table_open(relid, AccessShareLock);
+	index = index_open(indexid, AccessShareLock);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(ref->bucket_type));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(digest));
+
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, index, GetActiveSnapshot(), 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		should_free;
+		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		TupleDesc	desc = RelationGetDescr(rel);
+		AttrNumber	attnums[CLAIMS_RECORD_NCOLS];
+		bool		isnull;
+		text	   *value;
+
+		claims_record_attnums(desc, attnums);
+		value = DatumGetTextPP(heap_getattr(tuple, attnums[2], desc, &isnull));
+		/* the key is a digest: compare the value itself too */
+		if (VARSIZE_ANY_EXHDR(value) != ref->value_len ||
+			memcmp(VARDATA_ANY(value), ref->value, ref->value_len) != 0)
+			continue;
+
+		claims_json_key(js, "record");
+		claims_json_record(js, heap_copytuple(tuple), desc, attnums);
+		found = true;
+		break;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, NoLock);
+	table_close(rel, NoLock);
+	return found;
+}
 
 /*
  * claims_get_record(request jsonb) returns jsonb: {"record": Record}, or
@@ -22,11 +127,8 @@ claims_get_record(PG_FUNCTION_ARGS)
 	MemoryContext caller = CurrentMemoryContext;
 	ClaimsCall	call;
 	ClaimsBucketRef ref;
-	Datum		args[3];
-	bytea	   *digest;
-	int			ret;
 	ClaimsJson	js;
-	Jsonb	   *result;
+	Jsonb	   *result = NULL;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -37,30 +139,19 @@ claims_get_record(PG_FUNCTION_ARGS)
 	claims_authorize_lookup();
 	claims_parse_get_record(PG_GETARG_JSONB_P(0), &ref);
 
-	digest = palloc(VARHDRSZ + CLAIMS_DIGEST_LEN);
-	SET_VARSIZE(digest, VARHDRSZ + CLAIMS_DIGEST_LEN);
-	memcpy(VARDATA(digest), ref.digest, CLAIMS_DIGEST_LEN);
-	args[0] = Int32GetDatum(ref.bucket_type);
-	args[1] = PointerGetDatum(digest);
-	args[2] = PointerGetDatum(cstring_to_text_with_len(ref.value, ref.value_len));
-
-	ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_GET_RECORD), args, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "claims: get_record statement returned %s", SPI_result_code_string(ret));
-	if (SPI_processed == 0)
-	{
-		claims_spi_end(&call);
-		PG_RETURN_NULL();
-	}
-
-	MemoryContextSwitchTo(caller);
 	claims_json_init(&js);
 	claims_json_begin_object(&js);
-	claims_json_key(&js, "record");
-	claims_json_record(&js, SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-	claims_json_end_object(&js);
-	result = claims_json_finish(&js);
+	if (claims_lookup_record(&ref, &js))
+	{
+		MemoryContext spi = MemoryContextSwitchTo(caller);
+
+		claims_json_end_object(&js);
+		result = claims_json_finish(&js);
+		MemoryContextSwitchTo(spi);
+	}
 
 	claims_spi_end(&call);
+	if (result == NULL)
+		PG_RETURN_NULL();
 	PG_RETURN_JSONB_P(result);
 }

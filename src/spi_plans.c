@@ -19,7 +19,7 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-/* Columns of a claim as claims_json_record reads them. */
+/* Columns of a claim as claims_json_record reads them (in this order). */
 #define RECORD_COLUMNS \
 	"uuid, bucket_type, bucket_value, subject_type, subject_id, source_type, " \
 	"source_id, user_data, creator_id, lease_uuid, status::text, created_at, updated_at"
@@ -179,11 +179,6 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		"        (SELECT count(*) FROM done)"
 		" FROM lease",
 		2, {UUIDOID, INT8OID}
-	},
-	[CLAIMS_PLAN_GET_RECORD] = {
-		"SELECT " RECORD_COLUMNS " FROM @extschema@.claims"
-		" WHERE bucket_type = $1 AND bucket_digest = $2 AND bucket_value = $3",
-		3, {INT4OID, BYTEAOID, TEXTOID}
 	},
 	[CLAIMS_PLAN_LIST_LEASES] = {
 		"SELECT uuid, created_at, updated_at FROM @extschema@.claim_leases"
