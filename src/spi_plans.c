@@ -332,7 +332,13 @@ claims_plan(ClaimsPlanId id)
 		char	   *sql = claims_expand_schema(def->sql);
 		SPIPlanPtr	plan;
 
-		plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
+		/*
+		 * Parameters are keys and arrays of keys, never selectivity hints:
+		 * a generic plan is always right, and planning the begin statement
+		 * afresh for every call would cost more than running it.
+		 */
+		plan = SPI_prepare_cursor(sql, def->nargs, (Oid *) def->argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
 			elog(ERROR, "claims: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
