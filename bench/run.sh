@@ -1,0 +1,626 @@
+#!/usr/bin/env bash
+# bench/run.sh: throughput and latency of the claims extension (`make bench`).
+#
+# Starts a throwaway PostgreSQL 15 server (data and socket under a fresh
+# /tmp/claims-bench.XXXXXX, owned by the unprivileged OS user "claims", which
+# is created when missing and the script runs as root), with the extension
+# preloaded and durable settings (fsync on, synchronous_commit on). Loads
+# two databases:
+#   bench        the "empty" store: a small lookup set, one cell with
+#                verification data, one cell with many outstanding leases;
+#   bench_scale  the same plus BENCH_SCALE_CLAIMS claims loaded in bulk.
+# Then runs every scenario with pgbench -M prepared and prints one table:
+# scenario, clients, transactions/s, claims/s, latency p50/p99 (from the
+# per-transaction logs) and the ratio to the scenario's floor (a plain SQL
+# script doing the same writes or read without validation) or, for the
+# scale runs, to the same scenario on the empty store. A scenario and its
+# reference run alternately (A B B A ...) and the ratio is of the means.
+# Prints the contention outcomes by SQLSTATE and the targets met or missed.
+# The latest full run is kept in bench/RESULTS.md.
+#
+# Environment (defaults in brackets, quick-mode defaults after the bar):
+#   BENCH_QUICK=1            small everything, well under 3 minutes
+#   BENCH_SECONDS            seconds per pgbench run [10 | 3]
+#   BENCH_ROUNDS             alternations per comparison [3 | 1]
+#   BENCH_SINGLE_ROUNDS      runs of a scenario without reference [1]
+#   BENCH_CLIENTS            client counts [1 8 16 | 1 8]
+#   BENCH_SCALE_CLIENTS      client counts of the scale comparison [1 8 | 8]
+#   BENCH_SCALE_FLOORS=0     skip the floors' own scale comparison [1]
+#   BENCH_SCALE_CLAIMS       claims in bench_scale [5000000 | 200000]
+#   BENCH_LOOKUP_CLAIMS      lookup set of the empty store [10000]
+#   BENCH_SCAN_USERS         users (3 claims each) of the scanned cell [10000 | 2000]
+#   BENCH_LEASES             outstanding leases of the reconciled cell [10000 | 2000]
+#   BENCH_LEASE_PAGE         claims_list_leases page size [1000]
+#   BENCH_BATCH              backfill batch size [1000]
+#   BENCH_CONTENTION_CLIENTS [16]; BENCH_CONTENTION_SECONDS [2 x BENCH_SECONDS]
+#   BENCH_HOT_VALUES         hot values of the contention run [100]
+#   BENCH_ONLY               sections to run, of: scale signup lookup backfill
+#                            rename list_records list_leases contention [all]
+#   BENCH_SHARED_BUFFERS     [a quarter of RAM, at least 1GB, at most 8GB]
+#   BENCH_PGSS=1             preload pg_stat_statements (track = all) and keep
+#                            its top statements in the work directory
+#   BENCH_KEEP=1             keep the work directory (logs, server log)
+#   BENCH_RESULTS            file for the results [bench/RESULTS.md; none in
+#                            quick mode]
+#   BENCH_PORT, PG_CONFIG, CLAIMS_OS_USER
+set -u -o pipefail
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
+BINDIR="$("$PG_CONFIG" --bindir)" || { echo "run.sh: cannot run $PG_CONFIG" >&2; exit 1; }
+RUN_USER="${CLAIMS_OS_USER:-claims}"
+NPROC="$(nproc)"
+
+QUICK="${BENCH_QUICK:-0}"
+if [ "$QUICK" = 1 ]; then
+    D_SECONDS=3 D_ROUNDS=1 D_CLIENTS="1 8" D_SCALE_CLIENTS="8" D_SCALE=200000
+    D_SCAN_USERS=2000 D_LEASES=2000 D_RESULTS=""
+else
+    D_SECONDS=10 D_ROUNDS=3 D_CLIENTS="1 8 16" D_SCALE_CLIENTS="1 8" D_SCALE=5000000
+    D_SCAN_USERS=10000 D_LEASES=10000 D_RESULTS="$BENCH_DIR/RESULTS.md"
+fi
+SECS="${BENCH_SECONDS:-$D_SECONDS}"
+ROUNDS="${BENCH_ROUNDS:-$D_ROUNDS}"
+SINGLE_ROUNDS="${BENCH_SINGLE_ROUNDS:-1}"
+SCALE_FLOORS="${BENCH_SCALE_FLOORS:-1}"
+CLIENTS="${BENCH_CLIENTS:-$D_CLIENTS}"
+SCALE_CLIENTS="${BENCH_SCALE_CLIENTS:-$D_SCALE_CLIENTS}"
+SCALE="${BENCH_SCALE_CLAIMS:-$D_SCALE}"
+LOOKUP="${BENCH_LOOKUP_CLAIMS:-10000}"
+SCAN_USERS="${BENCH_SCAN_USERS:-$D_SCAN_USERS}"
+LEASES="${BENCH_LEASES:-$D_LEASES}"
+LEASE_PAGE="${BENCH_LEASE_PAGE:-1000}"
+RECORD_PAGE=1000
+BATCH="${BENCH_BATCH:-1000}"
+CONT_CLIENTS="${BENCH_CONTENTION_CLIENTS:-16}"
+CONT_SECS="${BENCH_CONTENTION_SECONDS:-$((2 * SECS))}"
+NHOT="${BENCH_HOT_VALUES:-100}"
+RENAME_POOL=1000
+ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention}"
+# A quarter of RAM (1GB to 8GB): the stores must stay in shared_buffers,
+# because machines like the one in RESULTS.md give no lasting OS page cache.
+D_SHARED_MB=$(awk '/MemTotal/ { m = int($2 / 1024 / 4); if (m < 1024) m = 1024; if (m > 8192) m = 8192; print m }' /proc/meminfo)
+SHARED_BUFFERS="${BENCH_SHARED_BUFFERS:-${D_SHARED_MB}MB}"
+PGSS="${BENCH_PGSS:-0}"
+KEEP="${BENCH_KEEP:-0}"
+RESULTS_FILE="${BENCH_RESULTS-$D_RESULTS}"
+PORT="${BENCH_PORT:-$((40000 + $$ % 10000))}"
+
+SCAN_CELL=900
+LEASE_CELL=901
+DB=bench
+DB_SCALE=bench_scale
+
+WORK=""
+SOCK=""
+STARTED=$(date +%s)
+FAILURES=0
+PGB_SEQ=0
+# Run ids make every generated value unique on this server (and, with the
+# clock in them, across servers started a while apart).
+RUN_BASE=$((($(date +%s) % 100000) * 100))
+
+# A progress line on stderr: elapsed time and what is going on.
+progress() {
+    local t=$(($(date +%s) - STARTED))
+    printf '[%02d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*" >&2
+}
+
+die() {
+    echo "run.sh: $*" >&2
+    exit 1
+}
+
+wants() {
+    case " $ONLY " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
+# Run a command as the server's OS user.
+as_server() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u "$RUN_USER" -- "$@"
+    else
+        "$@"
+    fi
+}
+
+psql_db() {
+    local db="$1"
+    shift
+    "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U bench -d "$db" "$@"
+}
+
+# One value from a query.
+psql_val() {
+    local db="$1"
+    shift
+    "$BINDIR/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U bench -d "$db" -c "$*"
+}
+
+cleanup() {
+    if [ -n "$WORK" ] && [ -f "$WORK/data/postmaster.pid" ]; then
+        as_server "$BINDIR/pg_ctl" -D "$WORK/data" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+            as_server "$BINDIR/pg_ctl" -D "$WORK/data" -m immediate -w stop >/dev/null 2>&1
+    fi
+    if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+        if [ "$KEEP" = 1 ]; then
+            echo "run.sh: kept $WORK" >&2
+        else
+            rm -rf "$WORK"
+        fi
+    fi
+}
+
+start_server() {
+    if [ "$(id -u)" -eq 0 ] && ! id -u "$RUN_USER" >/dev/null 2>&1; then
+        progress "creating OS user $RUN_USER"
+        useradd --system --create-home --shell /bin/bash "$RUN_USER" || die "cannot create user $RUN_USER"
+    fi
+    WORK="$(mktemp -d /tmp/claims-bench.XXXXXX)" || die "mktemp failed"
+    SOCK="$WORK/sock"
+    mkdir -p "$WORK/sock" "$WORK/logs" "$WORK/out"
+    [ "$(id -u)" -eq 0 ] && chown -R "$RUN_USER:" "$WORK"
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM
+
+    progress "initdb in $WORK/data"
+    as_server "$BINDIR/initdb" -D "$WORK/data" -U bench -A trust -E UTF8 --locale=C \
+        >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log"; die "initdb failed"; }
+    local preload="claims"
+    [ "$PGSS" = 1 ] && preload="claims,pg_stat_statements"
+    cat >>"$WORK/data/postgresql.conf" <<EOF
+
+# claims benchmark
+shared_preload_libraries = '$preload'
+listen_addresses = ''
+unix_socket_directories = '$SOCK'
+port = $PORT
+max_connections = 50
+shared_buffers = $SHARED_BUFFERS
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+max_wal_size = 16GB
+min_wal_size = 1GB
+checkpoint_timeout = 30min
+checkpoint_completion_target = 0.9
+maintenance_work_mem = 512MB
+effective_cache_size = 8GB
+log_lock_waits = on
+EOF
+    if [ "$PGSS" = 1 ]; then
+        echo "pg_stat_statements.track = all" >>"$WORK/data/postgresql.conf"
+    fi
+    as_server "$BINDIR/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w -t 120 start \
+        >"$WORK/pg_ctl.log" 2>&1 || { tail -n 40 "$WORK/server.log"; die "the server did not start"; }
+}
+
+# Bulk-load claims 'lk_1'..'lk_<n>' into a database in steps of a million.
+bulk_load() {
+    local db="$1" n="$2" lo=1 hi step=1000000
+    while [ "$lo" -le "$n" ]; do
+        hi=$((lo + step - 1))
+        [ "$hi" -gt "$n" ] && hi="$n"
+        progress "load $db: bulk claims $lo..$hi of $n"
+        psql_db "$db" -c "SELECT bench_bulk_claims($lo, $hi)" >/dev/null || die "bulk load failed"
+        lo=$((hi + 1))
+    done
+}
+
+# Create the databases and load them.
+load_data() {
+    local db dbs=("$DB")
+    wants scale && dbs+=("$DB_SCALE")
+    for db in "${dbs[@]}"; do
+        progress "load $db: CREATE EXTENSION claims, helpers"
+        psql_db postgres -c "CREATE DATABASE $db" || die "createdb failed"
+        psql_db "$db" -c "CREATE EXTENSION claims" -f "$BENCH_DIR/setup.sql" >/dev/null ||
+            die "setup of $db failed"
+    done
+    bulk_load "$DB" "$LOOKUP"
+    if wants scale; then
+        bulk_load "$DB_SCALE" "$SCALE"
+    fi
+    for db in "${dbs[@]}"; do
+        progress "load $db: cell $SCAN_CELL with $((SCAN_USERS * 3)) claims through the API"
+        psql_db "$db" -c "SET synchronous_commit = off" \
+            -c "CALL bench_load_scan_cell($SCAN_CELL, $SCAN_USERS)" || die "scan cell load failed"
+    done
+    progress "load $DB: cell $LEASE_CELL with $LEASES outstanding leases through the API"
+    psql_db "$DB" -c "SET synchronous_commit = off" \
+        -c "CALL bench_load_leases($LEASE_CELL, $LEASES)" || die "lease load failed"
+    for db in "${dbs[@]}"; do
+        progress "load $db: VACUUM ANALYZE, pg_prewarm into shared_buffers"
+        psql_db "$db" -c "VACUUM ANALYZE" -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" \
+            -c "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c
+                WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
+                  AND c.relname LIKE 'claim%'" >/dev/null || die "vacuum or prewarm of $db failed"
+    done
+    psql_db "$DB" -c "CHECKPOINT"
+    DB_SIZES="$(psql_val postgres "SELECT string_agg(datname || ' ' || pg_size_pretty(pg_database_size(datname)), ', ' ORDER BY datname)
+                                   FROM pg_database WHERE datname LIKE 'bench%'")"
+
+    # One sweep of each scan: pages per sweep, items per page (claims/s),
+    # and a check that paging visits everything.
+    local sweep
+    sweep="$(psql_val "$DB" "SELECT pages || ' ' || records FROM bench_sweep_records($SCAN_CELL, $RECORD_PAGE)")"
+    read -r REC_PAGES REC_ITEMS <<<"$sweep"
+    [ "$REC_ITEMS" = $((SCAN_USERS * 3)) ] || die "records sweep returned $REC_ITEMS of $((SCAN_USERS * 3))"
+    if wants scale; then
+        sweep="$(psql_val "$DB_SCALE" "SELECT pages || ' ' || records FROM bench_sweep_records($SCAN_CELL, $RECORD_PAGE)")"
+        [ "$sweep" = "$REC_PAGES $REC_ITEMS" ] || die "records sweep on $DB_SCALE: $sweep"
+    fi
+    sweep="$(psql_val "$DB" "SELECT pages || ' ' || leases FROM bench_sweep_leases($LEASE_CELL, $LEASE_PAGE)")"
+    read -r LEASE_PAGES LEASE_ITEMS <<<"$sweep"
+    [ "$LEASE_ITEMS" = "$LEASES" ] || die "leases sweep returned $LEASE_ITEMS of $LEASES"
+    progress "loaded: records sweep $REC_ITEMS in $REC_PAGES pages, leases sweep $LEASE_ITEMS in $LEASE_PAGES pages"
+}
+
+# p50 and p99 latency in ms of the per-transaction logs of a tag
+# (all rounds pooled).
+percentiles() {
+    local tag="$1"
+    cat "$WORK/logs/$tag"_r*.* 2>/dev/null | awk '$3 ~ /^[0-9]+$/ { print $3 }' | sort -n |
+        awk '{ v[NR] = $1 }
+             END {
+                 if (NR == 0) { print "- -"; exit }
+                 i50 = int(NR * 0.50); if (i50 < NR * 0.50) i50++; if (i50 < 1) i50 = 1
+                 i99 = int(NR * 0.99); if (i99 < NR * 0.99) i99++; if (i99 < 1) i99 = 1
+                 printf "%.2f %.2f\n", v[i50] / 1000, v[i99] / 1000
+             }'
+}
+
+# run_pgbench TAG ROUND DB SCRIPT CLIENTS SECONDS [pgbench args...]
+# Sets TPS to the transactions/s, or "ERROR". PRE_HOOK, when set, is called
+# with the run id, the clients and the database before the run.
+run_pgbench() {
+    local tag="$1" round="$2" db="$3" script="$4" clients="$5" secs="$6"
+    shift 6
+    local threads=$((clients < NPROC ? clients : NPROC))
+    local run out tps
+    PGB_SEQ=$((PGB_SEQ + 1))
+    run=$((RUN_BASE + PGB_SEQ))
+    out="$WORK/out/${tag}_r$round.out"
+    TPS=ERROR
+    if [ -n "${PRE_HOOK:-}" ]; then
+        "$PRE_HOOK" "$run" "$clients" "$db" >/dev/null || return
+    fi
+    psql_db "$db" -c CHECKPOINT >/dev/null 2>&1
+    # A floor is the best plain SQL: generic plans, as PostgreSQL would
+    # otherwise re-plan its data-modifying CTEs on every execution. (The
+    # extension's own statements get generic plans without being told.)
+    local pgopts=""
+    case "$script" in *_floor.sql) pgopts="-c plan_cache_mode=force_generic_plan" ;; esac
+    PGOPTIONS="$pgopts" "$BINDIR/pgbench" -n -M prepared -h "$SOCK" -p "$PORT" -U bench \
+        -c "$clients" -j "$threads" -T "$secs" \
+        -D run="$run" -D n=0 -D batch="$BATCH" -D pool="$RENAME_POOL" \
+        -D scell="$SCAN_CELL" -D lcell="$LEASE_CELL" -D nhot="$NHOT" \
+        -D last=AA== -D next=- \
+        --log --log-prefix="$WORK/logs/${tag}_r$round" \
+        -f "$BENCH_DIR/$script" "$@" "$db" >"$out" 2>&1
+    local rc=$?
+    tps="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out")"
+    if [ "$rc" -ne 0 ] || [ -z "$tps" ] || grep -q "aborted" "$out"; then
+        echo "run.sh: pgbench $tag round $round failed (status $rc):" >&2
+        grep -E "error|ERROR|abort" "$out" | head -n 5 >&2
+        return
+    fi
+    TPS="$tps"
+}
+
+mean() {
+    awk '{ for (i = 1; i <= NF; i++) if ($i == "ERROR") bad = 1; else { s += $i; n++ } }
+         END { if (bad || n == 0) print "ERROR"; else printf "%.1f\n", s / n }' <<<"$*"
+}
+
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a == "ERROR" || b == "ERROR" || b == 0) print "-"; else printf "%.2f\n", a / b }'
+}
+
+# Append a result row: label clients tps mult tag ratio basis [spread].
+emit_row() {
+    local label="$1" clients="$2" tps="$3" mult="$4" tag="$5" rat="$6" basis="$7" spread="${8:-}"
+    local cps p50 p99
+    read -r p50 p99 <<<"$(percentiles "$tag")"
+    if [ "$tps" = ERROR ]; then
+        cps=- p50=- p99=-
+        FAILURES=$((FAILURES + 1))
+    elif [ "$mult" = - ]; then
+        cps=-
+    else
+        cps="$(awk -v t="$tps" -v m="$mult" 'BEGIN { printf "%.0f", t * m }')"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$clients" "$tps" "$cps" "$p50" "$p99" "$rat" "$basis" "$spread" \
+        >>"$WORK/results.tsv"
+}
+
+# compare KEY CLIENTS MULT BASIS  LABEL_A DB_A SCRIPT_A  LABEL_B DB_B SCRIPT_B [pgbench args]
+# Runs A and B alternately (A B, B A, ...) and records both rows; the A
+# row carries mean(A) / mean(B). A_ARGS / B_ARGS, when set, are extra
+# pgbench arguments of one side only.
+compare() {
+    local key="$1" clients="$2" mult="$3" basis="$4"
+    local la="$5" dba="$6" sa="$7" lb="$8" dbb="$9" sb="${10}"
+    shift 10
+    local r ta="" tb="" ma mb
+    local taga="${key}_a_c$clients" tagb="${key}_b_c$clients"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        if [ $((r % 2)) -eq 1 ]; then
+            progress "$la, $clients clients, round $r/$ROUNDS"
+            run_pgbench "$taga" "$r" "$dba" "$sa" "$clients" "$SECS" "$@" ${A_ARGS:-}; ta="$ta $TPS"
+            progress "$lb, $clients clients, round $r/$ROUNDS"
+            run_pgbench "$tagb" "$r" "$dbb" "$sb" "$clients" "$SECS" "$@" ${B_ARGS:-}; tb="$tb $TPS"
+        else
+            progress "$lb, $clients clients, round $r/$ROUNDS"
+            run_pgbench "$tagb" "$r" "$dbb" "$sb" "$clients" "$SECS" "$@" ${B_ARGS:-}; tb="$tb $TPS"
+            progress "$la, $clients clients, round $r/$ROUNDS"
+            run_pgbench "$taga" "$r" "$dba" "$sa" "$clients" "$SECS" "$@" ${A_ARGS:-}; ta="$ta $TPS"
+        fi
+    done
+    ma="$(mean $ta)"
+    mb="$(mean $tb)"
+    # The per-round ratios, to show how noisy the machine was.
+    local spread
+    spread="$(awk -v a="$ta" -v b="$tb" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) {
+            if (x[i] == "ERROR" || y[i] == "ERROR" || y[i] == 0) { print "-"; exit }
+            r = x[i] / y[i]
+            if (i == 1 || r < lo) lo = r
+            if (i == 1 || r > hi) hi = r
+        }
+        if (n > 1) printf "%.2f-%.2f\n", lo, hi }')"
+    progress "  -> $la $ma tx/s, $lb $mb tx/s (round ratios $spread)"
+    emit_row "$la" "$clients" "$ma" "$mult" "$taga" "$(ratio "$ma" "$mb")" "$basis" "$spread"
+    emit_row "$lb" "$clients" "$mb" "$mult" "$tagb" "" ""
+}
+
+# single KEY CLIENTS MULT LABEL DB SCRIPT [pgbench args]: SINGLE_ROUNDS runs, mean.
+single() {
+    local key="$1" clients="$2" mult="$3" label="$4" db="$5" script="$6"
+    shift 6
+    local r ts="" m tag="${key}_c$clients"
+    for ((r = 1; r <= SINGLE_ROUNDS; r++)); do
+        progress "$label, $clients clients, round $r/$SINGLE_ROUNDS"
+        run_pgbench "$tag" "$r" "$db" "$script" "$clients" "$SECS" "$@"; ts="$ts $TPS"
+    done
+    m="$(mean $ts)"
+    progress "  -> $label $m tx/s"
+    emit_row "$label" "$clients" "$m" "$mult" "$tag" "" ""
+}
+
+# Rename: the values each client destroys first.
+rename_preload() {
+    psql_val "$3" "SELECT bench_preload_rename($1, $2, $RENAME_POOL)"
+}
+
+# Contention: clients competing for the hot values; outcomes by SQLSTATE.
+run_contention() {
+    local out
+    psql_db "$DB" -c "TRUNCATE bench_outcome, bench_client_lease"
+    progress "contention, $CONT_CLIENTS clients, $NHOT hot values, ${CONT_SECS}s"
+    run_pgbench contention 1 "$DB" contention.sql "$CONT_CLIENTS" "$CONT_SECS"
+    emit_row "contention (one op per tx)" "$CONT_CLIENTS" "$(mean "$TPS")" - contention "" ""
+    out="$WORK/contention.txt"
+    psql_db "$DB" -c "
+        SELECT op AS operation, sqlstate, sum(n) AS count
+        FROM bench_outcome GROUP BY op, sqlstate ORDER BY op, sqlstate" >"$out"
+    CONT_DEADLOCKS="$(psql_val "$DB" "SELECT coalesce(sum(n), 0) FROM bench_outcome WHERE sqlstate = '40P01'")"
+    CONT_UNEXPECTED="$(psql_val "$DB" "SELECT coalesce(sum(n), 0) FROM bench_outcome
+        WHERE sqlstate NOT IN ('00000', '23505', '55P03', 'P0002', '42501', '55000')")"
+    # Every leased claim must belong to an outstanding lease of its cell,
+    # and every outstanding lease of the contention cells to a client.
+    CONT_ORPHANS="$(psql_val "$DB" "
+        SELECT count(*) FROM claims c LEFT JOIN claim_leases l ON l.uuid = c.lease_uuid
+        WHERE c.bucket_value LIKE 'hot-%' AND c.lease_uuid IS NOT NULL
+          AND (l.state IS DISTINCT FROM 'outstanding' OR l.creator_id <> c.creator_id)")"
+    CONT_LOST="$(psql_val "$DB" "
+        SELECT count(*) FROM claim_leases l
+        WHERE l.creator_id BETWEEN 1001 AND 1004 AND l.state = 'outstanding'
+          AND NOT EXISTS (SELECT 1 FROM bench_client_lease b WHERE l.uuid = ANY (b.leases))")"
+    CONT_LOG_DEADLOCKS="$(grep -c "deadlock detected" "$WORK/server.log")"
+}
+
+fmt_table() {
+    awk -F'\t' -v md="$1" '
+        BEGIN {
+            if (md) {
+                print "| scenario | clients | tx/s | claims/s | p50 ms | p99 ms | ratio | round ratios |"
+                print "|---|---:|---:|---:|---:|---:|---|---|"
+            } else
+                printf "%-32s %7s %10s %10s %8s %8s  %-14s %s\n", "scenario", "clients", "tx/s", "claims/s", "p50 ms", "p99 ms", "ratio", "round ratios"
+        }
+        {
+            r = ($7 == "") ? "" : $7 " of " $8
+            if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, r, $9
+            else printf "%-32s %7s %10s %10s %8s %8s  %-14s %s\n", $1, $2, $3, $4, $5, $6, r, $9
+        }' "$WORK/results.tsv"
+}
+
+# Targets: print one line per check.
+targets() {
+    awk -F'\t' '
+        function check(name, ok, val) {
+            printf "%s %s (%s)\n", ok ? "PASS" : "MISS", name, val
+        }
+        $8 == "floor" && $1 == "signup" && $2 == 8 { check("signup, 8 clients, >= 0.90 of its floor", $7 >= 0.90, $7) }
+        $8 == "floor" && $1 ~ /^backfill/ { check("backfill, " $2 " clients, >= 0.80 of its floor", $7 >= 0.80, $7) }
+        $8 == "floor" && $1 == "lookup" { check("routing lookup, " $2 " clients, >= 0.90 of a plain indexed SELECT", $7 >= 0.90, $7) }
+        $8 == "empty" && $1 ~ /^signup/ && $1 !~ /floor/ { check("signup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
+        $8 == "empty" && $1 ~ /^lookup/ && $1 !~ /floor/ { check("lookup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
+        $8 == "empty" && $1 ~ /^list_records/ { check("list_records page with " scale " claims, " $2 " clients, as fast as empty (>= 0.90, noise)", $7 >= 0.90, $7) }
+    ' scale="$SCALE" "$WORK/results.tsv"
+    if wants contention; then
+        if [ "${CONT_DEADLOCKS:-x}" = 0 ] && [ "${CONT_LOG_DEADLOCKS:-x}" = 0 ]; then
+            echo "PASS contention: no deadlock (40P01 caught: $CONT_DEADLOCKS, in server log: $CONT_LOG_DEADLOCKS)"
+        else
+            echo "MISS contention: deadlocks (40P01 caught: ${CONT_DEADLOCKS:-?}, in server log: ${CONT_LOG_DEADLOCKS:-?})"
+        fi
+        if [ "${CONT_UNEXPECTED:-x}" = 0 ]; then
+            echo "PASS contention: no SQLSTATE outside 23505 55P03 P0002 42501 55000"
+        else
+            echo "MISS contention: ${CONT_UNEXPECTED:-?} outcomes with an undocumented SQLSTATE"
+        fi
+        if [ "${CONT_ORPHANS:-x}" = 0 ] && [ "${CONT_LOST:-x}" = 0 ]; then
+            echo "PASS contention: consistent afterwards (no claim leased by a finished lease, no untracked outstanding lease)"
+        else
+            echo "MISS contention: inconsistent afterwards (claims under finished leases: ${CONT_ORPHANS:-?}, untracked outstanding leases: ${CONT_LOST:-?})"
+        fi
+    fi
+}
+
+machine() {
+    local mem cpu
+    mem="$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    cpu="$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- machine: $NPROC CPUs ($cpu), $mem RAM, kernel $(uname -r)"
+    echo "- server: $("$BINDIR/postgres" --version), $("$BINDIR/pgbench" --version | sed 's/^pgbench //')"
+    echo "- settings: shared_buffers $SHARED_BUFFERS, max_connections 50, fsync on, synchronous_commit on, full_page_writes on, max_wal_size 16GB, checkpoint_timeout 30min; CHECKPOINT before every pgbench run"
+    echo "- runs: ${SECS}s per pgbench run, $ROUNDS alternating round(s) per comparison (A B B A ...), pgbench -M prepared, -j min(clients, $NPROC)"
+    echo "- database sizes after loading: $DB_SIZES"
+    echo "- data: empty store = $LOOKUP lookup claims + scanned cell ($((SCAN_USERS * 3)) claims, $REC_PAGES pages of <= $RECORD_PAGE) + reconciled cell ($LEASES outstanding leases, $LEASE_PAGES pages of $LEASE_PAGE); scale store = $SCALE bulk claims + the scanned cell"
+}
+
+report() {
+    local md="$1"
+    local elapsed=$(($(date +%s) - STARTED))
+    if [ "$md" = 1 ]; then
+        echo "# claims benchmark results"
+        echo
+        echo "Produced by \`make bench\` (bench/run.sh) in $((elapsed / 60))m$((elapsed % 60))s."
+        echo
+        machine
+        echo
+        echo "tx/s: pgbench transactions per second (signup, rename and backfill: begin + commit, two"
+        echo "round trips and two database transactions; scans: one page). claims/s: values written or"
+        echo "read per second. Latency per pgbench transaction, all rounds pooled. ratio: mean tx/s of"
+        echo "the row over mean tx/s of its reference, run alternately with it (A B, B A, A B ...):"
+        echo "\"floor\" is the same writes or read in plain SQL without validation (generic plans),"
+        echo "\"empty\" the same scenario on the empty store. round ratios: lowest and highest ratio"
+        echo "of one round's pair, a measure of the machine's noise."
+        echo
+        fmt_table 1
+    else
+        echo
+        fmt_table 0
+    fi
+    if wants contention && [ -f "$WORK/contention.txt" ]; then
+        echo
+        if [ "$md" = 1 ]; then
+            echo "## Contention outcomes ($CONT_CLIENTS clients, 4 cells, $NHOT hot values, ${CONT_SECS}s)"
+            echo
+            echo '```'
+            cat "$WORK/contention.txt"
+            echo '```'
+        else
+            echo "contention outcomes ($CONT_CLIENTS clients, 4 cells, $NHOT hot values, ${CONT_SECS}s):"
+            cat "$WORK/contention.txt"
+        fi
+    fi
+    echo
+    [ "$md" = 1 ] && echo "## Targets" && echo && echo '```'
+    targets
+    [ "$md" = 1 ] && echo '```'
+    return 0
+}
+
+main() {
+    local c
+    start_server
+    load_data
+    : >"$WORK/results.tsv"
+
+    if wants scale; then
+        for c in $SCALE_CLIENTS; do
+            compare scale_signup "$c" 4 empty \
+                "signup ($SCALE claims)" "$DB_SCALE" signup.sql \
+                "signup (empty)" "$DB" signup.sql
+        done
+        for c in $SCALE_CLIENTS; do
+            A_ARGS="-D nlookup=$SCALE" B_ARGS="-D nlookup=$LOOKUP" compare scale_lookup "$c" 1 empty \
+                "lookup ($SCALE claims)" "$DB_SCALE" lookup.sql \
+                "lookup (empty)" "$DB" lookup.sql
+        done
+        if [ "$SCALE_FLOORS" = 1 ]; then
+            # The same comparison for the floors: what the data size alone costs.
+            for c in $SCALE_CLIENTS; do
+                compare scale_signup_floor "$c" 4 empty \
+                    "signup floor ($SCALE claims)" "$DB_SCALE" signup_floor.sql \
+                    "signup floor (empty)" "$DB" signup_floor.sql
+            done
+            for c in $SCALE_CLIENTS; do
+                A_ARGS="-D nlookup=$SCALE" B_ARGS="-D nlookup=$LOOKUP" compare scale_lookup_floor "$c" 1 empty \
+                    "lookup floor ($SCALE claims)" "$DB_SCALE" lookup_floor.sql \
+                    "lookup floor (empty)" "$DB" lookup_floor.sql
+            done
+        fi
+        for c in $SCALE_CLIENTS; do
+            compare scale_list "$c" "$(awk -v a="$REC_ITEMS" -v b="$REC_PAGES" 'BEGIN { print a / b }')" empty \
+                "list_records ($SCALE claims)" "$DB_SCALE" list_records.sql \
+                "list_records (empty)" "$DB" list_records.sql \
+                -D page="$RECORD_PAGE"
+        done
+    fi
+    if wants signup; then
+        for c in $CLIENTS; do
+            compare signup "$c" 4 floor "signup" "$DB" signup.sql "signup floor" "$DB" signup_floor.sql
+        done
+    fi
+    if wants lookup; then
+        for c in $CLIENTS; do
+            compare lookup "$c" 1 floor "lookup" "$DB" lookup.sql "lookup floor" "$DB" lookup_floor.sql \
+                -D nlookup="$LOOKUP"
+        done
+    fi
+    if wants backfill; then
+        for c in $CLIENTS; do
+            compare backfill "$c" "$BATCH" floor "backfill $BATCH" "$DB" backfill.sql \
+                "backfill $BATCH floor" "$DB" backfill_floor.sql
+        done
+    fi
+    if wants rename; then
+        for c in $CLIENTS; do
+            PRE_HOOK=rename_preload single rename "$c" 2 "rename" "$DB" rename.sql
+        done
+    fi
+    if wants list_records; then
+        for c in $CLIENTS; do
+            single list_records "$c" "$(awk -v a="$REC_ITEMS" -v b="$REC_PAGES" 'BEGIN { print a / b }')" \
+                "list_records page" "$DB" list_records.sql -D page="$RECORD_PAGE"
+        done
+    fi
+    if wants list_leases; then
+        for c in $CLIENTS; do
+            single list_leases "$c" "$(awk -v a="$LEASE_ITEMS" -v b="$LEASE_PAGES" 'BEGIN { print a / b }')" \
+                "list_leases page" "$DB" list_leases.sql -D page="$LEASE_PAGE"
+        done
+    fi
+    if wants contention; then
+        run_contention
+    fi
+
+    if [ "$PGSS" = 1 ]; then
+        psql_db "$DB" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+            -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+                       round(mean_exec_time::numeric, 3) AS mean_ms, rows, left(query, 160) AS query
+                FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30" \
+            >"$WORK/pg_stat_statements.txt" 2>&1
+        KEEP=1
+    fi
+
+    report 0
+    if [ -n "$RESULTS_FILE" ]; then
+        if report 1 >"$RESULTS_FILE.tmp" 2>/dev/null && mv "$RESULTS_FILE.tmp" "$RESULTS_FILE"; then
+            progress "results written to $RESULTS_FILE"
+        else
+            rm -f "$RESULTS_FILE.tmp"
+            progress "could not write $RESULTS_FILE"
+        fi
+    fi
+    progress "done"
+    [ "$FAILURES" -eq 0 ]
+}
+
+main "$@"
