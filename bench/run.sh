@@ -194,6 +194,30 @@ EOF
     fi
     as_server "$BINDIR/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w -t 120 start \
         >"$WORK/pg_ctl.log" 2>&1 || { tail -n 40 "$WORK/server.log"; die "the server did not start"; }
+    # Login roles of the clients (see setup.sql): cells and the router.
+    psql_db postgres -c "CREATE ROLE bench_cell LOGIN" -c "CREATE ROLE bench_router LOGIN" \
+        >/dev/null || die "cannot create the client roles"
+}
+
+# The cells to register: one per client, the owners of the bulk-loaded
+# claims (100..149), the scanned and the reconciled cell, and the four
+# contention cells.
+bench_cells() {
+    local c max=1
+    for c in $CLIENTS $SCALE_CLIENTS; do
+        [ "$c" -gt "$max" ] && max="$c"
+    done
+    echo "ARRAY[$(seq -s, 1 "$max"),$(seq -s, 100 149),$SCAN_CELL,$LEASE_CELL,1001,1002,1003,1004]::bigint[]"
+}
+
+# The role a script's clients connect as: floors write the tables as the
+# superuser, lookups come from the router, everything else from a cell.
+script_user() {
+    case "$1" in
+        *_floor.sql) echo bench ;;
+        lookup.sql) echo bench_router ;;
+        *) echo bench_cell ;;
+    esac
 }
 
 # Bulk-load claims 'lk_1'..'lk_<n>' into a database in steps of a million.
@@ -215,7 +239,8 @@ load_data() {
     for db in "${dbs[@]}"; do
         progress "load $db: CREATE EXTENSION claims, helpers"
         psql_db postgres -c "CREATE DATABASE $db" || die "createdb failed"
-        psql_db "$db" -c "CREATE EXTENSION claims" -f "$BENCH_DIR/setup.sql" >/dev/null ||
+        psql_db "$db" -c "CREATE EXTENSION claims" -c "GRANT claims_router TO bench_router" \
+            -f "$BENCH_DIR/setup.sql" -c "SELECT bench_register_cells($(bench_cells))" >/dev/null ||
             die "setup of $db failed"
     done
     bulk_load "$DB" "$LOOKUP"
@@ -292,7 +317,7 @@ run_pgbench() {
     # extension's own statements get generic plans without being told.)
     local pgopts=""
     case "$script" in *_floor.sql) pgopts="-c plan_cache_mode=force_generic_plan" ;; esac
-    PGOPTIONS="$pgopts" "$BINDIR/pgbench" -n -M prepared -h "$SOCK" -p "$PORT" -U bench \
+    PGOPTIONS="$pgopts" "$BINDIR/pgbench" -n -M prepared -h "$SOCK" -p "$PORT" -U "$(script_user "$script")" \
         -c "$clients" -j "$threads" -T "$secs" \
         -D run="$run" -D n=0 -D batch="$BATCH" -D pool="$RENAME_POOL" \
         -D scell="$SCAN_CELL" -D lcell="$LEASE_CELL" -D nhot="$NHOT" \
@@ -476,8 +501,10 @@ machine() {
     cpu="$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- machine: $NPROC CPUs ($cpu), $mem RAM, kernel $(uname -r)"
-    echo "- server: $("$BINDIR/postgres" --version), $("$BINDIR/pgbench" --version | sed 's/^pgbench //')"
+    echo "- server: $("$BINDIR/postgres" --version); client: $("$BINDIR/pgbench" --version)"
     echo "- settings: shared_buffers $SHARED_BUFFERS, max_connections 50, fsync on, synchronous_commit on, full_page_writes on, max_wal_size 16GB, checkpoint_timeout 30min; CHECKPOINT before every pgbench run"
+    echo "- roles: API scripts connect as bench_cell (the role all benchmark cells are registered with; no superuser, so every call passes the cell check), lookups as bench_router (member of claims_router), floors as the superuser writing the tables directly"
+    echo "- extension: $(cd "$BENCH_DIR/.." && git log -1 --format='commit %h of %cd' --date=format:'%Y-%m-%d %H:%M' 2>/dev/null || echo unknown) (installed claims.so $(stat -c %y "$("$PG_CONFIG" --pkglibdir)/claims.so" | cut -d. -f1))"
     echo "- runs: ${SECS}s per pgbench run, $ROUNDS alternating round(s) per comparison (A B B A ...), pgbench -M prepared, -j min(clients, $NPROC)"
     echo "- database sizes after loading: $DB_SIZES"
     echo "- data: empty store = $LOOKUP lookup claims + scanned cell ($((SCAN_USERS * 3)) claims, $REC_PAGES pages of <= $RECORD_PAGE) + reconciled cell ($LEASES outstanding leases, $LEASE_PAGES pages of $LEASE_PAGE); scale store = $SCALE bulk claims + the scanned cell"

@@ -1,13 +1,24 @@
 -- setup.sql: helpers the benchmark creates in each benchmark database
--- (after CREATE EXTENSION claims). Run by bench/run.sh as the superuser.
--- Nothing here is part of the extension.
+-- (after CREATE EXTENSION claims). Run by bench/run.sh as the superuser,
+-- after it created the login roles bench_cell and bench_router. Nothing
+-- here is part of the extension.
 
--- The cells the scenarios use, bound to the benchmark's own role (calls for
--- an unregistered cell are refused).
-SET client_min_messages = warning;
-SELECT count(claims_register_cell(id, 'bench-cell-' || id, current_user))
-FROM generate_series(1, 1100) AS id;
-RESET client_min_messages;
+-- The cells the benchmark uses (calls for an unregistered cell are
+-- refused), all bound to bench_cell: the scenario clients connect as that
+-- role, so each call passes the cell check as a cell's would (not as a
+-- superuser's). Routing lookups connect as bench_router, a member of
+-- claims_router. The floors connect as the superuser.
+CREATE FUNCTION bench_register_cells(cells bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    c bigint;
+BEGIN
+    SET LOCAL client_min_messages = warning;
+    FOREACH c IN ARRAY cells LOOP
+        PERFORM claims_register_cell(c, 'bench-cell-' || c, 'bench_cell', 'benchmark');
+    END LOOP;
+END
+$$;
 
 -- Bulk load of claimed values straight into the table (no API, no
 -- leases): USERNAMES 'lk_<i>' for i in [lo, hi], ACTIVE, owned by cells
@@ -157,6 +168,8 @@ CREATE UNLOGGED TABLE bench_client_lease (
     finished      uuid,                          -- last lease it finished
     finished_how  text                           -- 'commit' or 'rollback'
 );
+
+GRANT SELECT, INSERT, UPDATE ON bench_outcome, bench_client_lease TO bench_cell;
 
 -- A hot value: USERNAMES 'hot-<k>', k in [0, nhot).
 CREATE FUNCTION bench_hot_record(k int, create_it boolean) RETURNS text

@@ -13,6 +13,7 @@ PACKAGES=(
     postgresql-15-pgtap
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
+    openssl
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 
