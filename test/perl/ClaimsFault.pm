@@ -30,7 +30,7 @@ use Cwd ();
 use Time::HiRes ();
 
 our @EXPORT = qw(
-  claims_seed env_int env_num new_claims_node enc dec
+  claims_seed env_int env_num new_claims_node register_cells enc dec
   metadata bucket_only claims_check_rows amcheck_failures
   crash_lines_in_log sql_quote run_children
   become_subreaper server_pids crash_node
@@ -105,20 +105,19 @@ EOC
 	return $node;
 }
 
-# Register cells 1 to 20 (bound to one role; the tests act as superuser).
+# Register cells (default 1 to 20) bound to one role. Every call for a cell
+# must name a registered cell; the tests connect as the bootstrap superuser,
+# an administrator, so registering is all they need.
 sub register_cells
 {
-	my ($node) = @_;
-	$node->safe_psql('postgres', q{
-		SET client_min_messages = warning;
-		DO $$ BEGIN
-			IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'fault_cells') THEN
-				CREATE ROLE fault_cells NOLOGIN;
-			END IF;
-		END $$;
-		SELECT count(claims_register_cell(id, 'cell-' || id, 'fault_cells'))
-		FROM generate_series(1, 20) AS id;
-	});
+	my ($node, @cells) = @_;
+	@cells = (1 .. 20) unless @cells;
+	$node->safe_psql('postgres',
+		join("\n",
+			q{SET client_min_messages = warning;},
+			q{DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_cells')}
+			  . q{ THEN CREATE ROLE tap_cells NOLOGIN; END IF; END $$;},
+			map { "SELECT claims_register_cell($_, 'cell-$_', 'tap_cells');" } @cells));
 	return;
 }
 

@@ -8,25 +8,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ClaimsFault qw(register_cells);
 use Time::HiRes qw(usleep);
 
 my $worker = 'claims stale lease reporter';
-
-# Register cells with a role of their own. Every call for a cell must name a
-# registered cell; these tests connect as the bootstrap superuser, an
-# administrator, so registering is all they need.
-sub register_cells
-{
-	my ($node, @cells) = @_;
-	$node->safe_psql(
-		'postgres',
-		join("\n",
-			q{SET client_min_messages = warning;},
-			q{DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'tap_cells')}
-			  . q{ THEN CREATE ROLE tap_cells NOLOGIN; END IF; END $$;},
-			map { "SELECT claims_register_cell($_, 'cell-$_', 'tap_cells');" } @cells));
-	return;
-}
 
 my $node = PostgreSQL::Test::Cluster->new('worker');
 $node->init;
