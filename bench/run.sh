@@ -152,7 +152,18 @@ cleanup() {
     fi
 }
 
+# Modification time of the installed claims.so.
+so_mtime() {
+    stat -c %y "$("$PG_CONFIG" --pkglibdir)/claims.so" 2>/dev/null | cut -d. -f1
+}
+
 start_server() {
+    # What is measured: the last commit that changed the extension's code,
+    # and the library the server loads (shared_preload_libraries) now.
+    SO_AT_START="$(so_mtime)"
+    EXT_INFO="code of commit $(cd "$BENCH_DIR/.." && git log -1 --format='%h (%cd)' --date=format:'%Y-%m-%d %H:%M' \
+        -- src claims--*.sql claims.control 2>/dev/null || echo unknown)$(cd "$BENCH_DIR/.." &&
+        [ -n "$(git status --porcelain -- src claims--*.sql claims.control 2>/dev/null)" ] && echo " plus uncommitted changes"), claims.so installed $SO_AT_START"
     if [ "$(id -u)" -eq 0 ] && ! id -u "$RUN_USER" >/dev/null 2>&1; then
         progress "creating OS user $RUN_USER"
         useradd --system --create-home --shell /bin/bash "$RUN_USER" || die "cannot create user $RUN_USER"
@@ -504,7 +515,9 @@ machine() {
     echo "- server: $("$BINDIR/postgres" --version); client: $("$BINDIR/pgbench" --version)"
     echo "- settings: shared_buffers $SHARED_BUFFERS, max_connections 50, fsync on, synchronous_commit on, full_page_writes on, max_wal_size 16GB, checkpoint_timeout 30min; CHECKPOINT before every pgbench run"
     echo "- roles: API scripts connect as bench_cell (the role all benchmark cells are registered with; no superuser, so every call passes the cell check), lookups as bench_router (member of claims_router), floors as the superuser writing the tables directly"
-    echo "- extension: $(cd "$BENCH_DIR/.." && git log -1 --format='commit %h of %cd' --date=format:'%Y-%m-%d %H:%M' 2>/dev/null || echo unknown) (installed claims.so $(stat -c %y "$("$PG_CONFIG" --pkglibdir)/claims.so" | cut -d. -f1))"
+    local so_now
+    so_now="$(so_mtime)"
+    echo "- extension: $EXT_INFO$([ "$so_now" != "$SO_AT_START" ] && echo "; claims.so was reinstalled during the run ($so_now), the server kept the library it started with")"
     echo "- runs: ${SECS}s per pgbench run, $ROUNDS alternating round(s) per comparison (A B B A ...), pgbench -M prepared, -j min(clients, $NPROC)"
     echo "- database sizes after loading: $DB_SIZES"
     echo "- data: empty store = $LOOKUP lookup claims + scanned cell ($((SCAN_USERS * 3)) claims, $REC_PAGES pages of <= $RECORD_PAGE) + reconciled cell ($LEASES outstanding leases, $LEASE_PAGES pages of $LEASE_PAGE); scale store = $SCALE bulk claims + the scanned cell"
@@ -529,6 +542,21 @@ report() {
         echo "of one round's pair, a measure of the machine's noise."
         echo
         fmt_table 1
+        echo
+        echo "Notes:"
+        echo
+        echo "- The floors run with plan_cache_mode = force_generic_plan: left to the plan cache,"
+        echo "  PostgreSQL re-plans their data-modifying CTEs on every execution, which would make"
+        echo "  the floors slower than plain SQL can be."
+        echo "- The floors take their claim and lease uuids from gen_random_uuid(), so their"
+        echo "  primary-key inserts land on random index pages; the extension's time-ordered"
+        echo "  uuids append at the right edge. That is why the signup floor loses more than the"
+        echo "  extension when 5 million claims are loaded."
+        echo "- shared_buffers defaults to a quarter of RAM so that both stores stay cached: on a"
+        echo "  virtual machine whose OS page cache does not last, every read outside"
+        echo "  shared_buffers goes to the disk, and the scale rows would measure the disk."
+        echo "- The machine is shared: compare the round ratios before reading much into a"
+        echo "  difference of a few percent."
     else
         echo
         fmt_table 0
