@@ -163,9 +163,39 @@ add_counts() {
     FAILED=$((FAILED + $2))
 }
 
+# Judge one pg_regress-style run: print "passed failed" on stdout (a run
+# that failed without a failed test, or reported nothing, counts one
+# failure) and its diffs and server log on stderr when anything failed.
+# Arguments: exit status, output file, tool name, unit name, output dir.
+judge_regress_run() {
+    local rc=$1 out=$2 tool=$3 unit=$4 dir=$5 p fl
+    read -r p fl < <(count_regress "$out")
+    {
+        if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+            echo
+            echo "$tool exited with status $rc without a failed $unit; counted as one failure"
+            [ "$rc" -eq 124 ] && echo "(timed out after ${SUITE_TIMEOUT}s)"
+            fl=1
+        fi
+        if [ "$rc" -eq 0 ] && [ $((p + fl)) -eq 0 ]; then
+            echo "$tool reported no results; counted as one failure"
+            fl=1
+        fi
+        if [ "$fl" -gt 0 ]; then
+            show_head "$dir/regression.diffs" 200
+            if [ -s "$dir/log/postmaster.log" ]; then
+                show_tail "$dir/log/postmaster.log" 60
+            else
+                show_tail "$dir/log/initdb.log" 30
+            fi
+        fi
+    } >&2
+    echo "$p $fl"
+}
+
 # Suite (a): pg_regress over sql/*.sql against expected/*.out.
 run_regress() {
-    local tests=() f out rc p fl
+    local tests=() f out p fl
     section "regress (pg_regress)"
     for f in "$REPO"/sql/*.sql; do
         [ -e "$f" ] || continue
@@ -184,26 +214,7 @@ run_regress() {
     [ -n "$TEMP_CONFIG_FILE" ] && opts+=(--temp-config=test/claims.conf)
     (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
         "$PGXS_DIR/src/test/regress/pg_regress" "${opts[@]}" "${tests[@]}") 2>&1 | tee "$out"
-    rc=${PIPESTATUS[0]}
-    read -r p fl < <(count_regress "$out")
-    if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
-        echo
-        echo "pg_regress exited with status $rc without a failed test; counted as one failure"
-        [ "$rc" -eq 124 ] && echo "(timed out after ${SUITE_TIMEOUT}s)"
-        fl=1
-    fi
-    if [ "$rc" -eq 0 ] && [ $((p + fl)) -eq 0 ]; then
-        echo "pg_regress reported no test results; counted as one failure"
-        fl=1
-    fi
-    if [ "$fl" -gt 0 ]; then
-        show_head "$REPO/regression.diffs" 200
-        if [ -s "$REPO/log/postmaster.log" ]; then
-            show_tail "$REPO/log/postmaster.log" 60
-        else
-            show_tail "$REPO/log/initdb.log" 30
-        fi
-    fi
+    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_regress test "$REPO")
     echo "-- regress: $p ok, $fl not ok"
     add_counts "$p" "$fl"
     stop_stray_servers_any
@@ -211,7 +222,7 @@ run_regress() {
 
 # Suite (b): pg_isolation_regress over test/isolation/specs/*.spec.
 run_isolation() {
-    local specs=() f out rc p fl
+    local specs=() f out p fl
     section "isolation (pg_isolation_regress)"
     for f in "$REPO"/test/isolation/specs/*.spec; do
         [ -e "$f" ] || continue
@@ -230,26 +241,7 @@ run_isolation() {
     [ -n "$TEMP_CONFIG_FILE" ] && opts+=(--temp-config=test/claims.conf)
     (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
         "$PGXS_DIR/src/test/isolation/pg_isolation_regress" "${opts[@]}" "${specs[@]}") 2>&1 | tee "$out"
-    rc=${PIPESTATUS[0]}
-    read -r p fl < <(count_regress "$out")
-    if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
-        echo
-        echo "pg_isolation_regress exited with status $rc without a failed spec; counted as one failure"
-        [ "$rc" -eq 124 ] && echo "(timed out after ${SUITE_TIMEOUT}s)"
-        fl=1
-    fi
-    if [ "$rc" -eq 0 ] && [ $((p + fl)) -eq 0 ]; then
-        echo "pg_isolation_regress reported no results; counted as one failure"
-        fl=1
-    fi
-    if [ "$fl" -gt 0 ]; then
-        show_head "$REPO/output_iso/regression.diffs" 200
-        if [ -s "$REPO/output_iso/log/postmaster.log" ]; then
-            show_tail "$REPO/output_iso/log/postmaster.log" 60
-        else
-            show_tail "$REPO/output_iso/log/initdb.log" 30
-        fi
-    fi
+    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_isolation_regress spec "$REPO/output_iso")
     echo "-- isolation: $p ok, $fl not ok"
     add_counts "$p" "$fl"
     stop_stray_servers_any
