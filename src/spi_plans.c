@@ -4,13 +4,17 @@
  *	  The SQL the extension runs, prepared once per backend.
  *
  * Every statement names the extension's schema explicitly and takes values
- * only as parameters. The API functions run with search_path pinned to
- * pg_catalog, so the saved plans are never re-parsed under a caller's path.
+ * only as parameters. While an API function runs, the search path is pinned
+ * to pg_catalog alone (an override pushed on entry, popped on exit), so
+ * neither the statements nor the C code resolve a name through the caller's
+ * path, and the saved plans never see a path other than the one they were
+ * planned under.
  *
  *-------------------------------------------------------------------------
  */
 #include "claims.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -231,16 +235,25 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 };
 
 static SPIPlanPtr plans[CLAIMS_NUM_PLANS];
+
+/* The search path of every API call: pg_catalog, nothing else. */
+static OverrideSearchPath catalog_only_path = {NIL, true, false, 0};
 static Oid	plans_schema = InvalidOid;
 Oid			claims_caller_role = InvalidOid;
 static Oid	claims_current_nsp = InvalidOid;
 
+#if PG_VERSION_NUM >= 170000
+#error "claims pins its search path with PushOverrideSearchPath (PostgreSQL 15 and 16)"
+#endif
+
 /*
  * Start an API call: note the calling role, switch to the extension's owner
- * (the owner of the called function) for the statements, connect to SPI and
- * note the extension's schema. A schema change (DROP and CREATE EXTENSION
- * elsewhere) drops the saved plans. The functions are not SECURITY DEFINER:
- * the role judged is the one that called them, whoever it is running as.
+ * (the owner of the called function) for the statements, pin the search
+ * path to pg_catalog, connect to SPI and note the extension's schema. A
+ * schema change (DROP and CREATE EXTENSION elsewhere) drops the saved plans.
+ * The functions are not SECURITY DEFINER: the role judged is the one that
+ * called them, whoever it is running as. The pinned path leaves out pg_temp,
+ * so no temporary object of the caller can stand in for a catalog one.
  */
 void
 claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
@@ -259,10 +272,10 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	claims_caller_role = GetUserId();
 	GetUserIdAndSecContext(&call->saved_userid, &call->saved_sec_context);
 	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	PushOverrideSearchPath(&catalog_only_path);
 
 	/* see registry changes committed since this transaction began */
 	AcceptInvalidationMessages();
-
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");
@@ -281,13 +294,15 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 }
 
 /*
- * Finish an API call: disconnect from SPI and return to the caller's role.
- * (An error restores the role through transaction abort.)
+ * Finish an API call: disconnect from SPI, give back the caller's search
+ * path and return to the caller's role. (An error restores both through
+ * (sub)transaction abort.)
  */
 void
 claims_spi_end(ClaimsCall *call)
 {
 	SPI_finish();
+	PopOverrideSearchPath();
 	SetUserIdAndSecContext(call->saved_userid, call->saved_sec_context);
 }
 

@@ -1,7 +1,7 @@
 -- The SQL functions of the claims extension: signatures, attributes, NULL
 -- handling, the claims.max_batch_size setting and the shape of answers.
 BEGIN;
-SELECT plan(84);
+SELECT plan(87);
 
 -- Calls for a cell need a registered cell, whoever makes them; this file runs
 -- as a superuser (an administrator), so registering the cells it uses is
@@ -108,20 +108,37 @@ SELECT isnt_strict('claims_get_record', ARRAY['jsonb']);
 SELECT isnt_strict('claims_list_leases', ARRAY['jsonb']);
 SELECT isnt_strict('claims_list_records', ARRAY['jsonb']);
 
--- Pinned search_path ------------------------------------------------------------
+-- Pinned search path ------------------------------------------------------------
+-- The API functions pin the search path to pg_catalog for the length of a
+-- call (the attack on it is 21_search_path_attack.sql) and must give the
+-- caller's path back on return and on error: after each call an unqualified
+-- name of the extension still resolves through the caller's search_path.
 
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_begin_update(jsonb)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'], 'claims_begin_update pins search_path to pg_catalog, pg_temp');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_commit(bigint,uuid)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'], 'claims_commit pins search_path to pg_catalog, pg_temp');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_rollback(bigint,uuid)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'], 'claims_rollback pins search_path to pg_catalog, pg_temp');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_get_record(jsonb)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'], 'claims_get_record pins search_path to pg_catalog, pg_temp');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_list_leases(jsonb)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'], 'claims_list_leases pins search_path to pg_catalog, pg_temp');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_list_records(jsonb)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'], 'claims_list_records pins search_path to pg_catalog, pg_temp');
+SELECT claims_begin_update('{"cell_id": 1, "create_records": [{"bucket": {"type": "USERNAMES", "value": "path-1"},
+    "subject": {"type": "USER", "id": 1}, "source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 1}}]}')
+    ->> 'lease_uuid' AS path_lease \gset
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search path is back after claims_begin_update');
+SELECT claims_commit(1, :'path_lease') \g /dev/null
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search path is back after claims_commit');
+SELECT claims_begin_update('{"cell_id": 1, "create_records": [{"bucket": {"type": "USERNAMES", "value": "path-2"},
+    "subject": {"type": "USER", "id": 2}, "source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 2}}]}')
+    ->> 'lease_uuid' AS path_lease \gset
+SELECT claims_rollback(1, :'path_lease') \g /dev/null
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search path is back after claims_rollback');
+SELECT claims_get_record('{"bucket": {"type": "USERNAMES", "value": "path-1"}}') \g /dev/null
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search path is back after claims_get_record');
+SELECT claims_list_leases('{"cell_id": 1}') \g /dev/null
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search path is back after claims_list_leases');
+SELECT claims_list_records('{"cell_id": 1, "source_type": "RAILS_TABLE_USERS"}') \g /dev/null
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search path is back after claims_list_records');
+SELECT throws_ok($$SELECT claims_commit(1, '00000000-0000-0000-0000-000000000000')$$, 'P0002', NULL,
+    'a failing call (its subtransaction rolled back) ...');
+SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, '... gives the caller''s search path back as well');
+SET LOCAL search_path = '';
+SELECT public.claims_get_record('{"bucket": {"type": "USERNAMES", "value": "path-1"}}') ->> 'record' IS NOT NULL
+    AS path_found \gset
+RESET search_path;
+SELECT ok(:'path_found', 'the API works with an empty search_path');
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure FROM pg_proc p

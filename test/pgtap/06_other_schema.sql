@@ -64,9 +64,9 @@ SELECT is_empty(
 SELECT col_type_is('Claims Store', 'claims', 'status', 'Claims Store', 'claim_status',
     'claims.status has the enum of the same schema');
 SELECT is(
-    (SELECT proconfig FROM pg_proc WHERE oid = '"Claims Store".claims_begin_update(jsonb)'::regprocedure),
-    ARRAY['search_path=pg_catalog, pg_temp'],
-    'the search_path stays pinned to pg_catalog, pg_temp');
+    (SELECT prosecdef FROM pg_proc WHERE oid = '"Claims Store".claims_begin_update(jsonb)'::regprocedure),
+    false,
+    'claims_begin_update is no SECURITY DEFINER in "Claims Store" either');
 SELECT set_eq(
     $$SELECT unnest(extconfig)::regclass::text COLLATE "default" FROM pg_extension WHERE extname = 'claims'$$,
     ARRAY['"Claims Store".claims', '"Claims Store".claim_leases', '"Claims Store".claim_bucket_types',
