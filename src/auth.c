@@ -93,7 +93,7 @@ claims_cells_ensure(void)
 	cells_relid = get_relname_relid("claim_cells", cells_schema);
 	PG_TRY();
 	{
-		ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_CELLS), NULL, NULL, true, 0);
+		ret = claims_execute(CLAIMS_PLAN_CELLS, NULL, NULL, true, 0);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "claims: loading claim_cells failed: %s", SPI_result_code_string(ret));
 		cells = MemoryContextAllocZero(cells_cxt, sizeof(ClaimsCell) * Max(SPI_processed, 1));

@@ -171,7 +171,7 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 	}
 	args[0] = claims_array(types, NULL, nops, INT4OID);
 	args[1] = claims_array(digests, NULL, nops, BYTEAOID);
-	ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_CLASSIFY), args, NULL, false, 0);
+	ret = claims_execute(CLAIMS_PLAN_CLASSIFY, args, NULL, false, 0);
 	if (ret != SPI_OK_SELECT || SPI_processed != (uint64) nops)
 		elog(ERROR, "claims: classifying a failed batch returned %s", SPI_result_code_string(ret));
 
@@ -289,7 +289,7 @@ claims_check_repeated_begin(Jsonb *request, ClaimsBeginRequest *req)
 	Jsonb	   *payload;
 	char	   *uuid = claims_uuid_string(&req->lease_uuid);
 
-	ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_LEASE_LOOKUP), &arg, NULL, false, 1);
+	ret = claims_execute(CLAIMS_PLAN_LEASE_LOOKUP, &arg, NULL, false, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: lease lookup failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
@@ -428,7 +428,7 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	args[13] = claims_array(d_placeholder, NULL, nplaceholders, UUIDOID);
 	memset(nulls, ' ', sizeof(nulls));
 
-	ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_BEGIN), args, nulls, false, 0);
+	ret = claims_execute(CLAIMS_PLAN_BEGIN, args, nulls, false, 0);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "claims: begin_update statement returned %s", SPI_result_code_string(ret));
 	lease_inserted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

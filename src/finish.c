@@ -54,8 +54,7 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	claims_authorize_cell(cell_id, false);
 	args[0] = UUIDPGetDatum(lease_uuid);
 	args[1] = Int64GetDatum(cell_id);
-	ret = SPI_execute_plan(claims_plan(commit ? CLAIMS_PLAN_COMMIT : CLAIMS_PLAN_ROLLBACK),
-						   args, NULL, false, 0);
+	ret = claims_execute(commit ? CLAIMS_PLAN_COMMIT : CLAIMS_PLAN_ROLLBACK, args, NULL, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: %s statement returned %s", fname, SPI_result_code_string(ret));
 

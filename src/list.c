@@ -83,7 +83,7 @@ claims_list_leases(PG_FUNCTION_ARGS)
 	args[3] = UUIDPGetDatum(req.has_cursor ? &req.cursor_uuid : &nil_uuid);
 	args[4] = Int32GetDatum(req.limit + 1);
 
-	ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_LIST_LEASES), args, NULL, true, 0);
+	ret = claims_execute(CLAIMS_PLAN_LIST_LEASES, args, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: list_leases statement returned %s", SPI_result_code_string(ret));
 	tt = SPI_tuptable;
@@ -156,9 +156,8 @@ claims_records_page(ClaimsListRecordsRequest *req, Datum types, bytea *gt, int l
 	args[3] = types;
 	args[4] = Int32GetDatum(limit);
 	args[5] = PointerGetDatum(req->source_id_lte);
-	ret = SPI_execute_plan(claims_plan(req->source_id_lte ? CLAIMS_PLAN_LIST_RECORDS_LTE
-									   : CLAIMS_PLAN_LIST_RECORDS),
-						   args, NULL, true, 0);
+	ret = claims_execute(req->source_id_lte ? CLAIMS_PLAN_LIST_RECORDS_LTE
+									   : CLAIMS_PLAN_LIST_RECORDS, args, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: list_records statement returned %s", SPI_result_code_string(ret));
 	*n = SPI_processed;
@@ -226,7 +225,7 @@ claims_list_records(PG_FUNCTION_ARGS)
 			args[1] = Int32GetDatum(req.source_type);
 			args[2] = PointerGetDatum(extra);
 			args[3] = types;
-			ret = SPI_execute_plan(claims_plan(CLAIMS_PLAN_LIST_RECORDS_GROUP), args, NULL, true, 0);
+			ret = claims_execute(CLAIMS_PLAN_LIST_RECORDS_GROUP, args, NULL, true, 0);
 			if (ret != SPI_OK_SELECT)
 				elog(ERROR, "claims: list_records statement returned %s", SPI_result_code_string(ret));
 			tt = SPI_tuptable;

@@ -91,7 +91,7 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 
 	registry_relids[kind] = get_relname_relid(registry_tables[kind], nsp);
 
-	ret = SPI_execute_plan(claims_plan(registry_plans[kind]), NULL, NULL, true, 0);
+	ret = claims_execute(registry_plans[kind], NULL, NULL, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: loading %s failed: %s", registry_tables[kind], SPI_result_code_string(ret));
 

@@ -19,6 +19,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -338,7 +339,7 @@ claims_expand_schema(const char *sql)
 /*
  * The saved plan of a statement, prepared on first use.
  */
-SPIPlanPtr
+static SPIPlanPtr
 claims_plan(ClaimsPlanId id)
 {
 	if (plans[id] == NULL)
@@ -362,4 +363,26 @@ claims_plan(ClaimsPlanId id)
 		pfree(sql);
 	}
 	return plans[id];
+}
+
+/*
+ * Run a saved statement. It is (re)planned, if at all, with sequential scans
+ * off: the plan is generic and kept for the life of the backend, and a plan
+ * made while the tables were small (a new store, statistics from an empty
+ * table) would otherwise scan whole tables per call once they have grown,
+ * until the next ANALYZE. Every statement reads by key, so an index path is
+ * always the right one.
+ */
+int
+claims_execute(ClaimsPlanId id, Datum *args, const char *nulls, bool read_only, long count)
+{
+	SPIPlanPtr	plan = claims_plan(id);
+	int			nest = NewGUCNestLevel();
+	int			ret;
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	ret = SPI_execute_plan(plan, args, nulls, read_only, count);
+	AtEOXact_GUC(true, nest);
+	return ret;
 }
