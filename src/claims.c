@@ -50,6 +50,7 @@ _PG_init(void)
 
 	claims_registry_init();
 	claims_auth_init();
+	claims_plans_init();
 }
 
 /*

@@ -99,6 +99,7 @@ typedef struct ClaimsCall
 extern Oid	claims_caller_role;
 extern void claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call);
 extern void claims_spi_end(ClaimsCall *call);
+extern void claims_plans_init(void);
 extern int	claims_execute(ClaimsPlanId id, Datum *args, const char *nulls,
 						   bool read_only, long count);
 extern Oid	claims_schema_oid(void);

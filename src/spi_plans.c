@@ -17,7 +17,9 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "executor/spi_priv.h"
 #include "miscadmin.h"
+#include "optimizer/plancat.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
@@ -366,23 +368,96 @@ claims_plan(ClaimsPlanId id)
 }
 
 /*
- * Run a saved statement. It is (re)planned, if at all, with sequential scans
- * off: the plan is generic and kept for the life of the backend, and a plan
- * made while the tables were small (a new store, statistics from an empty
- * table) would otherwise scan whole tables per call once they have grown,
- * until the next ANALYZE. Every statement reads by key, so an index path is
- * always the right one.
+ * While a statement of the store is planned, claims and claim_leases count
+ * as large tables (at least CLAIMS_PLANNED_TUPLES rows). The plans are
+ * generic and kept for the life of the backend: planned from the statistics
+ * of a new store (empty tables), they would scan whole tables, per call, once
+ * the tables have grown, until the next ANALYZE. Every statement reads by
+ * key, so the plan for a large table is the right one at any size.
+ */
+#define CLAIMS_PLANNED_TUPLES	1000000.0
+#define CLAIMS_PLANNED_PAGES	10000
+
+static bool planning_store_statement = false;
+static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+
+/* get_relation_info_hook: the size the store's statements are planned for. */
+static void
+claims_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	if (prev_get_relation_info_hook)
+		prev_get_relation_info_hook(root, relid, inhparent, rel);
+	if (!planning_store_statement || rel->tuples >= CLAIMS_PLANNED_TUPLES)
+		return;
+	if (relid != get_relname_relid("claims", claims_current_nsp) &&
+		relid != get_relname_relid("claim_leases", claims_current_nsp))
+		return;
+
+	rel->tuples = CLAIMS_PLANNED_TUPLES;
+	rel->pages = Max(rel->pages, CLAIMS_PLANNED_PAGES);
+	foreach(lc, rel->indexlist)
+	{
+		IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
+
+		index->pages = Max(index->pages, CLAIMS_PLANNED_PAGES / 4);
+		if (index->indpred == NIL)
+			index->tuples = rel->tuples;
+	}
+}
+
+/* Install the planner hook (from _PG_init). */
+void
+claims_plans_init(void)
+{
+	prev_get_relation_info_hook = get_relation_info_hook;
+	get_relation_info_hook = claims_get_relation_info;
+}
+
+/*
+ * Whether a saved statement has a valid generic plan: the next run will not
+ * plan it.
+ */
+static bool
+claims_plan_is_ready(SPIPlanPtr plan)
+{
+	CachedPlanSource *source = linitial(plan->plancache_list);
+
+	return source->is_valid && source->gplan != NULL && source->gplan->is_valid;
+}
+
+/*
+ * Run a saved statement, (re)planned if need be as for large tables. When
+ * the plan is known to be due for (re)planning, bitmap scans are turned off
+ * for it too: without statistics the planner guesses 25 rows for a key of
+ * the unique (bucket_type, bucket_digest) index, and a bitmap scan for one
+ * row is slower than a plain index scan.
  */
 int
 claims_execute(ClaimsPlanId id, Datum *args, const char *nulls, bool read_only, long count)
 {
 	SPIPlanPtr	plan = claims_plan(id);
-	int			nest = NewGUCNestLevel();
+	int			nest = -1;
 	int			ret;
 
-	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	ret = SPI_execute_plan(plan, args, nulls, read_only, count);
-	AtEOXact_GUC(true, nest);
+	if (!claims_plan_is_ready(plan))
+	{
+		nest = NewGUCNestLevel();
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	planning_store_statement = true;
+	PG_TRY();
+	{
+		ret = SPI_execute_plan(plan, args, nulls, read_only, count);
+	}
+	PG_FINALLY();
+	{
+		planning_store_statement = false;
+	}
+	PG_END_TRY();
+	if (nest >= 0)
+		AtEOXact_GUC(true, nest);
 	return ret;
 }
