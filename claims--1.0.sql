@@ -137,6 +137,7 @@ CREATE TABLE @extschema@.claim_leases (
     state         @extschema@.claim_lease_state NOT NULL DEFAULT 'outstanding',
     claim_types   integer[] NOT NULL,
     claim_digests bytea[] NOT NULL,
+    creates_only  boolean NOT NULL DEFAULT false,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     finished_at   timestamptz,

@@ -333,8 +333,8 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	int			nops;
 	pg_uuid_t  *uuids;
 	pg_uuid_t	lease_uuid;
-	Datum		args[14];
-	char		nulls[14];
+	Datum		args[15];
+	char		nulls[15];
 	Datum	   *d_op,
 			   *d_type,
 			   *d_value,
@@ -426,6 +426,7 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	args[11] = claims_array(d_udata, n_udata, nops, JSONBOID);
 	args[12] = claims_array(d_uuid, NULL, nops, UUIDOID);
 	args[13] = claims_array(d_placeholder, NULL, nplaceholders, UUIDOID);
+	args[14] = BoolGetDatum(nplaceholders == 0);	/* creates only */
 	memset(nulls, ' ', sizeof(nulls));
 
 	ret = claims_execute(CLAIMS_PLAN_BEGIN, args, nulls, false, 0);

@@ -76,6 +76,8 @@ typedef enum ClaimsPlanId
 	CLAIMS_PLAN_BEGIN = 0,
 	CLAIMS_PLAN_LEASE_LOOKUP,
 	CLAIMS_PLAN_CLASSIFY,
+	CLAIMS_PLAN_COMMIT_CREATES,
+	CLAIMS_PLAN_ROLLBACK_CREATES,
 	CLAIMS_PLAN_COMMIT,
 	CLAIMS_PLAN_ROLLBACK,
 	CLAIMS_PLAN_LIST_LEASES,
@@ -100,6 +102,7 @@ extern Oid	claims_caller_role;
 extern void claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call);
 extern void claims_spi_end(ClaimsCall *call);
 extern void claims_plans_init(void);
+extern void claims_read_init(void);
 extern int	claims_execute(ClaimsPlanId id, Datum *args, const char *nulls,
 						   bool read_only, long count);
 extern Oid	claims_schema_oid(void);

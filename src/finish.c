@@ -3,9 +3,13 @@
  * finish.c
  *	  claims_commit and claims_rollback: finishing a lease.
  *
- * One statement locks the lease row, then its claim rows in the global row
- * order, and applies the commit (creates become ACTIVE, destroys go,
- * replaces take their new metadata) or its mirror image. Finishing a lease
+ * A lease that only creates (the common case: signups, backfills) is
+ * finished by one short statement, the floor's own: update the lease, then
+ * its claims in the global row order. Any other lease, or one that is not
+ * outstanding, goes to the general statement: it locks the lease row, then
+ * its claim rows in the global row order, and applies the commit (creates
+ * become ACTIVE, destroys go, replaces take their new metadata) or its
+ * mirror image, or finds why the lease cannot be finished. Finishing a lease
  * the same way twice succeeds and changes nothing; finishing it the other
  * way fails loudly, so a late commit after reconciliation rolled the lease
  * back is never lost silently.
@@ -54,6 +58,18 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	claims_authorize_cell(cell_id, false);
 	args[0] = UUIDPGetDatum(lease_uuid);
 	args[1] = Int64GetDatum(cell_id);
+
+	ret = claims_execute(commit ? CLAIMS_PLAN_COMMIT_CREATES : CLAIMS_PLAN_ROLLBACK_CREATES,
+						 args, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims: %s statement returned %s", fname, SPI_result_code_string(ret));
+	if (SPI_processed == 1)
+	{
+		claims_stats_count_finish(commit, false);
+		claims_spi_end(&call);
+		return;
+	}
+
 	ret = claims_execute(commit ? CLAIMS_PLAN_COMMIT : CLAIMS_PLAN_ROLLBACK, args, NULL, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: %s statement returned %s", fname, SPI_result_code_string(ret));

@@ -42,8 +42,8 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 	[CLAIMS_PLAN_BEGIN] = {
 		"WITH lease AS ("
 		"  INSERT INTO @extschema@.claim_leases"
-		"    (uuid, creator_id, payload, claim_types, claim_digests)"
-		"  VALUES ($1, $2, $3, $5, $7)"
+		"    (uuid, creator_id, payload, claim_types, claim_digests, creates_only)"
+		"  VALUES ($1, $2, $3, $5, $7, $15)"
 		"  ON CONFLICT (uuid) DO NOTHING"
 		"  RETURNING uuid"
 		"), touched AS ("
@@ -85,10 +85,10 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		" SELECT (SELECT count(*) FROM lease), count(*),"
 		"        count(*) FILTER (WHERE placeholder)"
 		" FROM touched",
-		14,
+		15,
 		{UUIDOID, INT8OID, JSONBOID, INT2ARRAYOID, INT4ARRAYOID, TEXTARRAYOID,
 			BYTEAARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID,
-		JSONBARRAYOID, UUIDARRAYOID, UUIDARRAYOID}
+		JSONBARRAYOID, UUIDARRAYOID, UUIDARRAYOID, BOOLOID}
 	},
 	[CLAIMS_PLAN_LEASE_LOOKUP] = {
 		"SELECT creator_id, payload, state::text FROM @extschema@.claim_leases WHERE uuid = $1",
@@ -101,6 +101,47 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		"   ON c.bucket_type = k.bucket_type AND c.bucket_digest = k.bucket_digest"
 		" ORDER BY k.i",
 		2, {INT4ARRAYOID, BYTEAARRAYOID}
+	},
+	/*
+	 * Finishing a lease that only creates: the floor's two updates (or an
+	 * update and a delete), no explicit row locks. The claim rows are
+	 * visited in the lease's (bucket_type, bucket_digest) order, the global
+	 * row order, by the nested loop over its key arrays. No row: the lease
+	 * is not an outstanding creates-only lease of the cell; the general
+	 * statement below then finishes or classifies it.
+	 */
+	[CLAIMS_PLAN_COMMIT_CREATES] = {
+		"WITH lease AS ("
+		"  UPDATE @extschema@.claim_leases"
+		"  SET state = 'committed', updated_at = now(), finished_at = now()"
+		"  WHERE uuid = $1 AND creator_id = $2 AND state = 'outstanding' AND creates_only"
+		"  RETURNING uuid, claim_types, claim_digests"
+		"), kept AS ("
+		"  UPDATE @extschema@.claims c"
+		"  SET status = 'ACTIVE', lease_uuid = NULL, updated_at = now()"
+		"  FROM lease, unnest(lease.claim_types, lease.claim_digests) AS k(bucket_type, bucket_digest)"
+		"  WHERE c.bucket_type = k.bucket_type AND c.bucket_digest = k.bucket_digest"
+		"    AND c.lease_uuid = lease.uuid"
+		"  RETURNING 1"
+		")"
+		" SELECT (SELECT count(*) FROM kept) FROM lease",
+		2, {UUIDOID, INT8OID}
+	},
+	[CLAIMS_PLAN_ROLLBACK_CREATES] = {
+		"WITH lease AS ("
+		"  UPDATE @extschema@.claim_leases"
+		"  SET state = 'rolled_back', updated_at = now(), finished_at = now()"
+		"  WHERE uuid = $1 AND creator_id = $2 AND state = 'outstanding' AND creates_only"
+		"  RETURNING uuid, claim_types, claim_digests"
+		"), gone AS ("
+		"  DELETE FROM @extschema@.claims c"
+		"  USING lease, unnest(lease.claim_types, lease.claim_digests) AS k(bucket_type, bucket_digest)"
+		"  WHERE c.bucket_type = k.bucket_type AND c.bucket_digest = k.bucket_digest"
+		"    AND c.lease_uuid = lease.uuid"
+		"  RETURNING 1"
+		")"
+		" SELECT (SELECT count(*) FROM gone) FROM lease",
+		2, {UUIDOID, INT8OID}
 	},
 	[CLAIMS_PLAN_COMMIT] = {
 		"WITH lease AS ("

@@ -57,7 +57,7 @@ SELECT is(
     'claims.bucket_value uses the "C" collation');
 
 SELECT columns_are('claim_leases', ARRAY[
-    'uuid', 'creator_id', 'payload', 'state', 'claim_types', 'claim_digests',
+    'uuid', 'creator_id', 'payload', 'state', 'claim_types', 'claim_digests', 'creates_only',
     'created_at', 'updated_at', 'finished_at', 'finished_by', 'finish_reason']);
 
 SELECT results_eq(
@@ -73,6 +73,7 @@ SELECT results_eq(
              ('state', 'claim_lease_state', true, '''outstanding''::claim_lease_state'),
              ('claim_types', 'integer[]', true, NULL),
              ('claim_digests', 'bytea[]', true, NULL),
+             ('creates_only', 'boolean', true, 'false'),
              ('created_at', 'timestamp with time zone', true, 'now()'),
              ('updated_at', 'timestamp with time zone', true, 'now()'),
              ('finished_at', 'timestamp with time zone', false, NULL),
