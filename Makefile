@@ -4,6 +4,8 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).co
 
 MODULE_big = claims
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# SHA-256 of bucket values (OpenSSL comes with PostgreSQL's development packages)
+SHLIB_LINK = -lcrypto
 DATA = $(sort $(wildcard $(EXTENSION)--*.sql))
 PGFILEDESC = "claims - lease-first global claims store"
 

@@ -51,6 +51,7 @@ _PG_init(void)
 	claims_registry_init();
 	claims_auth_init();
 	claims_plans_init();
+	claims_read_init();
 }
 
 /*

@@ -11,6 +11,7 @@
  */
 #include "claims.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_enum.h"
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
@@ -115,7 +116,22 @@ claims_json_bool(ClaimsJson *js, bool b)
 void
 claims_json_int64_string(ClaimsJson *js, int64 n)
 {
-	claims_json_cstring(js, psprintf(INT64_FORMAT, n));
+	char	   *buf = palloc(MAXINT8LEN + 1);
+	int			len = pg_lltoa(n, buf);
+
+	claims_json_string(js, buf, len);
+}
+
+/* Write n as exactly `digits` decimal digits (n >= 0); returns the end. */
+static char *
+claims_put_digits(char *p, int n, int digits)
+{
+	for (int i = digits - 1; i >= 0; i--)
+	{
+		p[i] = '0' + n % 10;
+		n /= 10;
+	}
+	return p + digits;
 }
 
 /* A JSON number. */
@@ -161,24 +177,38 @@ claims_json_timestamp(ClaimsJson *js, TimestampTz ts)
 {
 	struct pg_tm tm;
 	fsec_t		fsec;
-	char	   *s;
+	char	   *buf;
+	char	   *p;
 
-	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
+	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0 ||
+		tm.tm_year < 1 || tm.tm_year > 9999)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range")));
-	if (fsec == 0)
-		s = psprintf("%04d-%02d-%02dT%02d:%02d:%02dZ",
-					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-	else if (fsec % 1000 == 0)
-		s = psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-					 (int) (fsec / 1000));
-	else
-		s = psprintf("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-					 (int) fsec);
-	claims_json_cstring(js, s);
+
+	/* YYYY-MM-DDTHH:MM:SS[.fff|.ffffff]Z */
+	buf = palloc(32);
+	p = claims_put_digits(buf, tm.tm_year, 4);
+	*p++ = '-';
+	p = claims_put_digits(p, tm.tm_mon, 2);
+	*p++ = '-';
+	p = claims_put_digits(p, tm.tm_mday, 2);
+	*p++ = 'T';
+	p = claims_put_digits(p, tm.tm_hour, 2);
+	*p++ = ':';
+	p = claims_put_digits(p, tm.tm_min, 2);
+	*p++ = ':';
+	p = claims_put_digits(p, tm.tm_sec, 2);
+	if (fsec != 0)
+	{
+		*p++ = '.';
+		if (fsec % 1000 == 0)
+			p = claims_put_digits(p, fsec / 1000, 3);
+		else
+			p = claims_put_digits(p, fsec, 6);
+	}
+	*p++ = 'Z';
+	claims_json_string(js, buf, p - buf);
 }
 
 /* Standard base64 with padding. */
@@ -275,14 +305,12 @@ const AttrNumber claims_record_spi_attnums[CLAIMS_RECORD_NCOLS] = {1, 2, 3, 4, 5
 
 /* The status name, whether the column is the enum or its text. */
 static char *
-claims_record_status(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
+claims_record_status(Datum d, Oid typid)
 {
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, attnum, &isnull);
 	HeapTuple	enumtup;
 	char	   *label;
 
-	if (TupleDescAttr(desc, attnum - 1)->atttypid == TEXTOID)
+	if (typid == TEXTOID)
 		return TextDatumGetCString(d);
 	enumtup = SearchSysCache1(ENUMOID, d);
 	if (!HeapTupleIsValid(enumtup))
@@ -299,17 +327,31 @@ claims_record_status(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
 void
 claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNumber *attnums)
 {
-	bool		isnull;
-	int32		bucket_type = DatumGetInt32(SPI_getbinval(tuple, desc, attnums[1], &isnull));
-	text	   *value = DatumGetTextPP(SPI_getbinval(tuple, desc, attnums[2], &isnull));
-	bytea	   *source_id = DatumGetByteaPP(SPI_getbinval(tuple, desc, attnums[6], &isnull));
-	Datum		d;
-	const ClaimsTypeEntry *bt = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
+	Datum	   *all_values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *all_nulls = palloc(sizeof(bool) * desc->natts);
+	Datum		v[CLAIMS_RECORD_NCOLS];
+	bool		n[CLAIMS_RECORD_NCOLS];
+	int32		bucket_type;
+	text	   *value;
+	bytea	   *source_id;
+	const ClaimsTypeEntry *bt;
+
+	/* one pass over the tuple, then the columns by position */
+	heap_deform_tuple(tuple, desc, all_values, all_nulls);
+	for (int c = 0; c < CLAIMS_RECORD_NCOLS; c++)
+	{
+		v[c] = all_values[attnums[c] - 1];
+		n[c] = all_nulls[attnums[c] - 1];
+	}
+	bucket_type = DatumGetInt32(v[1]);
+	value = DatumGetTextPP(v[2]);
+	source_id = DatumGetByteaPP(v[6]);
+	bt = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
 
 	claims_json_begin_object(js);
 
 	claims_json_key(js, "uuid");
-	claims_json_uuid(js, DatumGetUUIDP(SPI_getbinval(tuple, desc, attnums[0], &isnull)));
+	claims_json_uuid(js, DatumGetUUIDP(v[0]));
 
 	claims_json_key(js, "metadata");
 	claims_json_begin_object(js);
@@ -324,24 +366,23 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	claims_json_key(js, "subject");
 	claims_json_begin_object(js);
 	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_SUBJECT_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, attnums[3], &isnull)));
+	claims_json_enum(js, CLAIMS_SUBJECT_TYPES, DatumGetInt32(v[3]));
 	claims_json_key(js, "id");
-	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, attnums[4], &isnull)));
+	claims_json_int64_string(js, DatumGetInt64(v[4]));
 	claims_json_end_object(js);
 
 	claims_json_key(js, "source");
 	claims_json_begin_object(js);
 	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_SOURCE_TYPES, DatumGetInt32(SPI_getbinval(tuple, desc, attnums[5], &isnull)));
+	claims_json_enum(js, CLAIMS_SOURCE_TYPES, DatumGetInt32(v[5]));
 	claims_json_key(js, "rails_primary_key_id");
 	claims_json_bytes(js, VARDATA_ANY(source_id), VARSIZE_ANY_EXHDR(source_id));
 	claims_json_end_object(js);
 
-	d = SPI_getbinval(tuple, desc, attnums[7], &isnull);
-	if (!isnull)
+	if (!n[7])
 	{
 		claims_json_key(js, "user_data");
-		claims_json_jsonb(js, DatumGetJsonbP(d));
+		claims_json_jsonb(js, DatumGetJsonbP(v[7]));
 	}
 
 	if (bt && bt->claim_field)
@@ -355,22 +396,21 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	claims_json_end_object(js);
 
 	claims_json_key(js, "cell_id");
-	claims_json_int64_string(js, DatumGetInt64(SPI_getbinval(tuple, desc, attnums[8], &isnull)));
+	claims_json_int64_string(js, DatumGetInt64(v[8]));
 
 	claims_json_key(js, "status");
-	claims_json_cstring(js, claims_record_status(tuple, desc, attnums[10]));
+	claims_json_cstring(js, claims_record_status(v[10], TupleDescAttr(desc, attnums[10] - 1)->atttypid));
 
-	d = SPI_getbinval(tuple, desc, attnums[9], &isnull);
-	if (!isnull)
+	if (!n[9])
 	{
 		claims_json_key(js, "lease_uuid");
-		claims_json_uuid(js, DatumGetUUIDP(d));
+		claims_json_uuid(js, DatumGetUUIDP(v[9]));
 	}
 
 	claims_json_key(js, "created_at");
-	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, attnums[11], &isnull)));
+	claims_json_timestamp(js, DatumGetTimestampTz(v[11]));
 	claims_json_key(js, "updated_at");
-	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(tuple, desc, attnums[12], &isnull)));
+	claims_json_timestamp(js, DatumGetTimestampTz(v[12]));
 
 	claims_json_end_object(js);
 }

@@ -19,6 +19,7 @@
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -30,6 +31,37 @@ static const char *const record_columns[CLAIMS_RECORD_NCOLS] = {
 	"uuid", "bucket_type", "bucket_value", "subject_type", "subject_id", "source_type",
 	"source_id", "user_data", "creator_id", "lease_uuid", "status", "created_at", "updated_at"
 };
+
+/*
+ * Where the lookup reads: the claims table and its key index in the
+ * extension's schema, and the record columns' positions in the table.
+ * Kept per backend; any invalidation of the table forgets them.
+ */
+typedef struct ClaimsLookupTarget
+{
+	bool		valid;
+	Oid			nsp;
+	Oid			relid;
+	Oid			indexid;
+	AttrNumber	attnums[CLAIMS_RECORD_NCOLS];
+} ClaimsLookupTarget;
+
+static ClaimsLookupTarget target;
+
+/* Relcache callback: forget the target when its table may have changed. */
+static void
+claims_lookup_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == target.relid)
+		target.valid = false;
+}
+
+/* Register the invalidation callback (from _PG_init). */
+void
+claims_read_init(void)
+{
+	CacheRegisterRelcacheCallback(claims_lookup_invalidate, (Datum) 0);
+}
 
 /*
  * Where the record columns are in the claims table.
@@ -56,15 +88,39 @@ claims_record_attnums(TupleDesc desc, AttrNumber *attnums)
 }
 
 /*
+ * Open the claims table and its key index, finding them first if need be.
+ */
+static void
+claims_lookup_open(Relation *rel, Relation *index)
+{
+	Oid			nsp = claims_schema_oid();
+
+	if (!target.valid || target.nsp != nsp)
+	{
+		target.valid = false;
+		target.nsp = nsp;
+		target.relid = get_relname_relid("claims", nsp);
+		target.indexid = get_relname_relid("claims_bucket_key", nsp);
+		if (!OidIsValid(target.relid) || !OidIsValid(target.indexid))
+			elog(ERROR, "claims: table claims or its index claims_bucket_key is missing");
+	}
+	/* locking may process invalidations, which can clear the target */
+	*rel = table_open(target.relid, AccessShareLock);
+	*index = index_open(target.indexid, AccessShareLock);
+	if (!target.valid)
+	{
+		claims_record_attnums(RelationGetDescr(*rel), target.attnums);
+		target.valid = true;
+	}
+}
+
+/*
  * Find the claim of one value and add its Record to the document; false
  * when the value is not claimed.
  */
 static bool
 claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
 {
-	Oid			nsp = claims_schema_oid();
-	Oid			relid = get_relname_relid("claims", nsp);
-	Oid			indexid = get_relname_relid("claims_bucket_key", nsp);
 	Relation	rel;
 	Relation	index;
 	ScanKeyData keys[2];
@@ -73,15 +129,11 @@ claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
 	bytea	   *digest;
 	bool		found = false;
 
-	if (!OidIsValid(relid) || !OidIsValid(indexid))
-		elog(ERROR, "claims: table claims or its index claims_bucket_key is missing");
-
 	digest = palloc(VARHDRSZ + CLAIMS_DIGEST_LEN);
 	SET_VARSIZE(digest, VARHDRSZ + CLAIMS_DIGEST_LEN);
 	memcpy(VARDATA(digest), ref->digest, CLAIMS_DIGEST_LEN);
 
-	rel = table_open(relid, AccessShareLock);
-	index = index_open(indexid, AccessShareLock);
+	claims_lookup_open(&rel, &index);
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(ref->bucket_type));
 	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(digest));
 
@@ -93,19 +145,17 @@ claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
 		bool		should_free;
 		HeapTuple	tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
 		TupleDesc	desc = RelationGetDescr(rel);
-		AttrNumber	attnums[CLAIMS_RECORD_NCOLS];
 		bool		isnull;
 		text	   *value;
 
-		claims_record_attnums(desc, attnums);
-		value = DatumGetTextPP(heap_getattr(tuple, attnums[2], desc, &isnull));
+		value = DatumGetTextPP(heap_getattr(tuple, target.attnums[2], desc, &isnull));
 		/* the key is a digest: compare the value itself too */
 		if (VARSIZE_ANY_EXHDR(value) != ref->value_len ||
 			memcmp(VARDATA_ANY(value), ref->value, ref->value_len) != 0)
 			continue;
 
 		claims_json_key(js, "record");
-		claims_json_record(js, heap_copytuple(tuple), desc, attnums);
+		claims_json_record(js, heap_copytuple(tuple), desc, target.attnums);
 		found = true;
 		break;
 	}

@@ -13,12 +13,13 @@
  */
 #include "claims.h"
 
-#include "common/cryptohash.h"
 #include "datatype/timestamp.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/numeric.h"
+
+#include <openssl/evp.h>
 
 typedef struct ClaimsField
 {
@@ -887,18 +888,33 @@ claims_read_metadata(const JsonbValue *v, const ClaimsPath *path, ClaimsMetadata
 }
 
 /*
- * SHA-256 of a bucket value: the key of the claims table.
+ * SHA-256 of a bucket value: the key of the claims table. One OpenSSL
+ * digest context and one fetched algorithm serve the whole backend (the
+ * server's own sha256() sets both up on every call).
  */
 void
 claims_digest(const char *value, int len, uint8 *digest)
 {
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	static EVP_MD_CTX *ctx = NULL;
+	static const EVP_MD *md = NULL;
 
-	if (pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (const uint8 *) value, len) < 0 ||
-		pg_cryptohash_final(ctx, digest, CLAIMS_DIGEST_LEN) < 0)
-		elog(ERROR, "claims: could not compute SHA-256: %s", pg_cryptohash_error(ctx));
-	pg_cryptohash_free(ctx);
+	if (ctx == NULL)
+	{
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+		md = EVP_MD_fetch(NULL, "SHA256", NULL);
+#else
+		md = EVP_sha256();
+#endif
+		ctx = EVP_MD_CTX_new();
+		if (md == NULL || ctx == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("claims: could not set up SHA-256")));
+	}
+	if (EVP_DigestInit_ex(ctx, md, NULL) != 1 ||
+		EVP_DigestUpdate(ctx, value, len) != 1 ||
+		EVP_DigestFinal_ex(ctx, digest, NULL) != 1)
+		elog(ERROR, "claims: could not compute SHA-256");
 }
 
 /* Order metadata by (bucket_type, digest), then position. */
@@ -922,8 +938,7 @@ claims_metadata_cmp(const void *a, const void *b)
  * twice in the list.
  */
 static ClaimsMetadata *
-claims_read_record_list(ClaimsField *field, const ClaimsPath *root, bool is_create, int *n,
-						pg_cryptohash_ctx *hash)
+claims_read_record_list(ClaimsField *field, const ClaimsPath *root, bool is_create, int *n)
 {
 	ClaimsPath	lp = claims_field_path(root, field);
 	JsonbValue *elems;
@@ -950,10 +965,7 @@ claims_read_record_list(ClaimsField *field, const ClaimsPath *root, bool is_crea
 		claims_read_metadata(&elems[i], &ep, m, is_create);
 		m->list_index = i;
 		m->in_create_list = is_create;
-		if (pg_cryptohash_init(hash) < 0 ||
-			pg_cryptohash_update(hash, (const uint8 *) m->bucket_value, m->bucket_value_len) < 0 ||
-			pg_cryptohash_final(hash, m->digest, CLAIMS_DIGEST_LEN) < 0)
-			elog(ERROR, "claims: could not compute SHA-256: %s", pg_cryptohash_error(hash));
+		claims_digest(m->bucket_value, m->bucket_value_len, m->digest);
 	}
 
 	sorted = palloc(sizeof(ClaimsMetadata *) * Max(*n, 1));
@@ -1012,7 +1024,6 @@ claims_parse_begin(Jsonb *request, ClaimsBeginRequest *out)
 	ClaimsPath	root = {NULL, "$", 1, -1};
 	JsonbValue	rv = claims_request_root(request, &root);
 	ClaimsField f[] = {{"cell_id"}, {"create_records"}, {"destroy_records"}, {"lease_uuid"}};
-	pg_cryptohash_ctx *hash;
 	int			total;
 
 	memset(out, 0, sizeof(*out));
@@ -1040,10 +1051,8 @@ claims_parse_begin(Jsonb *request, ClaimsBeginRequest *out)
 						total, claims_max_batch_size),
 				 errhint("Split the changes into several leases.")));
 
-	hash = pg_cryptohash_create(PG_SHA256);
-	out->creates = claims_read_record_list(&f[1], &root, true, &out->ncreates, hash);
-	out->destroys = claims_read_record_list(&f[2], &root, false, &out->ndestroys, hash);
-	pg_cryptohash_free(hash);
+	out->creates = claims_read_record_list(&f[1], &root, true, &out->ncreates);
+	out->destroys = claims_read_record_list(&f[2], &root, false, &out->ndestroys);
 
 	if (out->ncreates + out->ndestroys == 0)
 		claims_malformed(&root, "at least one record is required in create_records or destroy_records");
