@@ -586,7 +586,7 @@ WITH leased AS MATERIALIZED (
     FROM @extschema@.claims c
     WHERE c.lease_uuid IS NOT NULL
 ), open_leases AS MATERIALIZED (
-    SELECT l.uuid, l.creator_id, l.payload, l.claim_types, l.claim_digests
+    SELECT l.uuid, l.creator_id, l.payload, l.claim_types, l.claim_digests, l.creates_only
     FROM @extschema@.claim_leases l
     WHERE l.state = 'outstanding'
 ), open_keys AS MATERIALIZED (
@@ -697,6 +697,16 @@ SELECT 'lease_holds_other_cells_claim',
 FROM leased c
 JOIN open_leases o ON o.uuid = c.lease_uuid
 WHERE o.creator_id <> c.creator_id
+
+UNION ALL
+-- a lease marked creates-only (finished by the short statements) holding a
+-- claim it destroys or replaces
+SELECT 'lease_creates_only_mismatch',
+       'creates-only lease holds a LEASE_DESTROYING row',
+       c.uuid, c.lease_uuid
+FROM leased c
+JOIN open_leases o ON o.uuid = c.lease_uuid
+WHERE o.creates_only AND c.status = 'LEASE_DESTROYING'
 
 UNION ALL
 -- a claim under an outstanding lease that does not list its key
