@@ -429,7 +429,8 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	args[14] = BoolGetDatum(nplaceholders == 0);	/* creates only */
 	memset(nulls, ' ', sizeof(nulls));
 
-	ret = claims_execute(CLAIMS_PLAN_BEGIN, args, nulls, false, 0);
+	ret = claims_execute(req.has_lease_uuid ? CLAIMS_PLAN_BEGIN : CLAIMS_PLAN_BEGIN_NEW_LEASE,
+						 args, nulls, false, 0);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "claims: begin_update statement returned %s", SPI_result_code_string(ret));
 	lease_inserted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

@@ -74,6 +74,7 @@ extern const char *claims_registry_table(ClaimsRegistryKind kind);
 typedef enum ClaimsPlanId
 {
 	CLAIMS_PLAN_BEGIN = 0,
+	CLAIMS_PLAN_BEGIN_NEW_LEASE,
 	CLAIMS_PLAN_LEASE_LOOKUP,
 	CLAIMS_PLAN_CLASSIFY,
 	CLAIMS_PLAN_COMMIT_CREATES,

@@ -38,57 +38,75 @@ typedef struct ClaimsPlanDef
 	Oid			argtypes[16];
 } ClaimsPlanDef;
 
+/*
+ * The begin statement: the lease row, then every claim row of the batch in
+ * (bucket_type, bucket_digest) order; destroys and replaces take their rows
+ * through the DO UPDATE arm. With a lease uuid the client chose, a repeated
+ * begin finds its lease (ON CONFLICT DO NOTHING); a uuid the store made is
+ * new, and its plain INSERT skips the speculative insertion.
+ */
+#define BEGIN_LEASE_INSERT \
+	"WITH lease AS (" \
+	"  INSERT INTO @extschema@.claim_leases" \
+	"    (uuid, creator_id, payload, claim_types, claim_digests, creates_only)" \
+	"  VALUES ($1, $2, $3, $5, $7, $15)"
+#define BEGIN_CLAIMS_INSERT \
+	"  RETURNING uuid" \
+	"), touched AS (" \
+	"  INSERT INTO @extschema@.claims AS c" \
+	"    (uuid, bucket_type, bucket_value, bucket_digest, subject_type, subject_id," \
+	"     source_type, source_id, user_data, creator_id, lease_uuid, status," \
+	"     replace_subject_type, replace_subject_id, replace_source_type," \
+	"     replace_source_id, replace_user_data)" \
+	"  SELECT r.uuid, r.bucket_type, r.bucket_value, r.bucket_digest," \
+	"     coalesce(r.subject_type, 0), coalesce(r.subject_id, 0)," \
+	"     coalesce(r.source_type, 0), coalesce(r.source_id, '\\x00'::bytea)," \
+	"     r.user_data, $2, l.uuid," \
+	"     (CASE WHEN r.op = 1 THEN 'LEASE_CREATING' ELSE 'LEASE_DESTROYING' END)::@extschema@.claim_status," \
+	"     CASE WHEN r.op = 3 THEN r.subject_type END," \
+	"     CASE WHEN r.op = 3 THEN r.subject_id END," \
+	"     CASE WHEN r.op = 3 THEN r.source_type END," \
+	"     CASE WHEN r.op = 3 THEN r.source_id END," \
+	"     CASE WHEN r.op = 3 THEN r.user_data END" \
+	"  FROM unnest($4, $5, $6, $7, $8, $9, $10, $11, $12, $13)" \
+	"       AS r(op, bucket_type, bucket_value, bucket_digest, subject_type, subject_id," \
+	"            source_type, source_id, user_data, uuid)" \
+	"  CROSS JOIN lease l" \
+	"  ORDER BY r.bucket_type, r.bucket_digest" \
+	"  ON CONFLICT (bucket_type, bucket_digest) DO UPDATE" \
+	"  SET lease_uuid = excluded.lease_uuid," \
+	"      status = 'LEASE_DESTROYING'," \
+	"      replace_subject_type = excluded.replace_subject_type," \
+	"      replace_subject_id = excluded.replace_subject_id," \
+	"      replace_source_type = excluded.replace_source_type," \
+	"      replace_source_id = excluded.replace_source_id," \
+	"      replace_user_data = excluded.replace_user_data," \
+	"      updated_at = now()" \
+	"  WHERE excluded.status = 'LEASE_DESTROYING'" \
+	"    AND c.lease_uuid IS NULL" \
+	"    AND c.creator_id = excluded.creator_id" \
+	"    AND c.bucket_value = excluded.bucket_value" \
+	"  RETURNING c.uuid = ANY ($14) AS placeholder" \
+	")" \
+	" SELECT (SELECT count(*) FROM lease), count(*)," \
+	"        count(*) FILTER (WHERE placeholder)" \
+	" FROM touched"
+#define BEGIN_ARGTYPES \
+		{UUIDOID, INT8OID, JSONBOID, INT2ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, \
+		BYTEAARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID, \
+		JSONBARRAYOID, UUIDARRAYOID, UUIDARRAYOID, BOOLOID}
+
 static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 	[CLAIMS_PLAN_BEGIN] = {
-		"WITH lease AS ("
-		"  INSERT INTO @extschema@.claim_leases"
-		"    (uuid, creator_id, payload, claim_types, claim_digests, creates_only)"
-		"  VALUES ($1, $2, $3, $5, $7, $15)"
+		BEGIN_LEASE_INSERT
 		"  ON CONFLICT (uuid) DO NOTHING"
-		"  RETURNING uuid"
-		"), touched AS ("
-		"  INSERT INTO @extschema@.claims AS c"
-		"    (uuid, bucket_type, bucket_value, bucket_digest, subject_type, subject_id,"
-		"     source_type, source_id, user_data, creator_id, lease_uuid, status,"
-		"     replace_subject_type, replace_subject_id, replace_source_type,"
-		"     replace_source_id, replace_user_data)"
-		"  SELECT r.uuid, r.bucket_type, r.bucket_value, r.bucket_digest,"
-		"     coalesce(r.subject_type, 0), coalesce(r.subject_id, 0),"
-		"     coalesce(r.source_type, 0), coalesce(r.source_id, '\\x00'::bytea),"
-		"     r.user_data, $2, l.uuid,"
-		"     (CASE WHEN r.op = 1 THEN 'LEASE_CREATING' ELSE 'LEASE_DESTROYING' END)::@extschema@.claim_status,"
-		"     CASE WHEN r.op = 3 THEN r.subject_type END,"
-		"     CASE WHEN r.op = 3 THEN r.subject_id END,"
-		"     CASE WHEN r.op = 3 THEN r.source_type END,"
-		"     CASE WHEN r.op = 3 THEN r.source_id END,"
-		"     CASE WHEN r.op = 3 THEN r.user_data END"
-		"  FROM unnest($4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-		"       AS r(op, bucket_type, bucket_value, bucket_digest, subject_type, subject_id,"
-		"            source_type, source_id, user_data, uuid)"
-		"  CROSS JOIN lease l"
-		"  ORDER BY r.bucket_type, r.bucket_digest"
-		"  ON CONFLICT (bucket_type, bucket_digest) DO UPDATE"
-		"  SET lease_uuid = excluded.lease_uuid,"
-		"      status = 'LEASE_DESTROYING',"
-		"      replace_subject_type = excluded.replace_subject_type,"
-		"      replace_subject_id = excluded.replace_subject_id,"
-		"      replace_source_type = excluded.replace_source_type,"
-		"      replace_source_id = excluded.replace_source_id,"
-		"      replace_user_data = excluded.replace_user_data,"
-		"      updated_at = now()"
-		"  WHERE excluded.status = 'LEASE_DESTROYING'"
-		"    AND c.lease_uuid IS NULL"
-		"    AND c.creator_id = excluded.creator_id"
-		"    AND c.bucket_value = excluded.bucket_value"
-		"  RETURNING c.uuid = ANY ($14) AS placeholder"
-		")"
-		" SELECT (SELECT count(*) FROM lease), count(*),"
-		"        count(*) FILTER (WHERE placeholder)"
-		" FROM touched",
-		15,
-		{UUIDOID, INT8OID, JSONBOID, INT2ARRAYOID, INT4ARRAYOID, TEXTARRAYOID,
-			BYTEAARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, BYTEAARRAYOID,
-		JSONBARRAYOID, UUIDARRAYOID, UUIDARRAYOID, BOOLOID}
+		BEGIN_CLAIMS_INSERT,
+		15, BEGIN_ARGTYPES
+	},
+	[CLAIMS_PLAN_BEGIN_NEW_LEASE] = {
+		BEGIN_LEASE_INSERT
+		BEGIN_CLAIMS_INSERT,
+		15, BEGIN_ARGTYPES
 	},
 	[CLAIMS_PLAN_LEASE_LOOKUP] = {
 		"SELECT creator_id, payload, state::text FROM @extschema@.claim_leases WHERE uuid = $1",
