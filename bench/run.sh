@@ -412,6 +412,17 @@ compare() {
     emit_row "$lb" "$clients" "$mb" "$mult" "$tagb" "" ""
 }
 
+# compare_scale KEY LABEL SCRIPT MULT [pgbench args]: SCRIPT on the scale store
+# against the empty store, at each of SCALE_CLIENTS (A_ARGS/B_ARGS as for compare).
+compare_scale() {
+    local key="$1" label="$2" script="$3" mult="$4" c
+    shift 4
+    for c in $SCALE_CLIENTS; do
+        compare "$key" "$c" "$mult" empty "$label ($SCALE claims)" "$DB_SCALE" "$script" \
+            "$label (empty)" "$DB" "$script" "$@"
+    done
+}
+
 # single KEY CLIENTS MULT LABEL DB SCRIPT [pgbench args]: SINGLE_ROUNDS runs, mean.
 single() {
     local key="$1" clients="$2" mult="$3" label="$4" db="$5" script="$6"
@@ -588,35 +599,16 @@ main() {
     : >"$WORK/results.tsv"
 
     if wants scale; then
-        for c in $SCALE_CLIENTS; do
-            compare scale_signup "$c" 4 empty \
-                "signup ($SCALE claims)" "$DB_SCALE" signup.sql \
-                "signup (empty)" "$DB" signup.sql
-        done
-        for c in $SCALE_CLIENTS; do
-            A_ARGS="-D nlookup=$SCALE" B_ARGS="-D nlookup=$LOOKUP" compare scale_lookup "$c" 1 empty \
-                "lookup ($SCALE claims)" "$DB_SCALE" lookup.sql \
-                "lookup (empty)" "$DB" lookup.sql
-        done
+        compare_scale scale_signup signup signup.sql 4
+        A_ARGS="-D nlookup=$SCALE" B_ARGS="-D nlookup=$LOOKUP" compare_scale scale_lookup lookup lookup.sql 1
         if [ "$SCALE_FLOORS" = 1 ]; then
             # The same comparison for the floors: what the data size alone costs.
-            for c in $SCALE_CLIENTS; do
-                compare scale_signup_floor "$c" 4 empty \
-                    "signup floor ($SCALE claims)" "$DB_SCALE" signup_floor.sql \
-                    "signup floor (empty)" "$DB" signup_floor.sql
-            done
-            for c in $SCALE_CLIENTS; do
-                A_ARGS="-D nlookup=$SCALE" B_ARGS="-D nlookup=$LOOKUP" compare scale_lookup_floor "$c" 1 empty \
-                    "lookup floor ($SCALE claims)" "$DB_SCALE" lookup_floor.sql \
-                    "lookup floor (empty)" "$DB" lookup_floor.sql
-            done
+            compare_scale scale_signup_floor "signup floor" signup_floor.sql 4
+            A_ARGS="-D nlookup=$SCALE" B_ARGS="-D nlookup=$LOOKUP" \
+                compare_scale scale_lookup_floor "lookup floor" lookup_floor.sql 1
         fi
-        for c in $SCALE_CLIENTS; do
-            compare scale_list "$c" "$(awk -v a="$REC_ITEMS" -v b="$REC_PAGES" 'BEGIN { print a / b }')" empty \
-                "list_records ($SCALE claims)" "$DB_SCALE" list_records.sql \
-                "list_records (empty)" "$DB" list_records.sql \
-                -D page="$RECORD_PAGE"
-        done
+        compare_scale scale_list list_records list_records.sql \
+            "$(awk -v a="$REC_ITEMS" -v b="$REC_PAGES" 'BEGIN { print a / b }')" -D page="$RECORD_PAGE"
     fi
     if wants signup; then
         for c in $CLIENTS; do
