@@ -51,26 +51,20 @@ static ClaimsCell *cells = NULL;
 static int	ncells = 0;
 
 /*
- * Drop the cached cell list when claim_cells (or everything) changes.
+ * Mark the cached cell list stale when claim_cells (or everything) changes.
  */
-static void
-claims_cells_invalidate(Datum arg, Oid relid)
+void
+claims_cells_invalidate(Oid relid)
 {
 	if (!OidIsValid(relid) || relid == cells_relid)
 		cells_valid = false;
 }
 
 /*
- * Register the invalidation callback once per backend.
- */
-void
-claims_auth_init(void)
-{
-	CacheRegisterRelcacheCallback(claims_cells_invalidate, (Datum) 0);
-}
-
-/*
- * Load claim_cells into the per-backend cache; needs an SPI connection.
+ * Load claim_cells into the per-backend cache when it is stale; needs an
+ * SPI connection. Read under a snapshot taken now, so a change whose
+ * invalidation has been processed (a cell disabled while this call waited
+ * on its lock) is seen, whatever snapshot the caller's statement holds.
  */
 static void
 claims_cells_ensure(void)
@@ -80,20 +74,17 @@ claims_cells_ensure(void)
 	if (cells_valid && cells_schema == claims_schema_oid())
 		return;
 
-	if (cells_cxt == NULL)
-		cells_cxt = AllocSetContextCreate(TopMemoryContext, "claims cells",
-										  ALLOCSET_SMALL_SIZES);
-	else
-		MemoryContextReset(cells_cxt);
+	cells_cxt = claims_cache_new_version(cells_cxt, "claims cells");
 	cells = NULL;
 	ncells = 0;
 
+	/* an invalidation arriving while we load makes the next call reload */
 	cells_valid = true;
 	cells_schema = claims_schema_oid();
 	cells_relid = get_relname_relid("claim_cells", cells_schema);
 	PG_TRY();
 	{
-		ret = claims_execute(CLAIMS_PLAN_CELLS, NULL, NULL, true, 0);
+		ret = claims_execute_latest(CLAIMS_PLAN_CELLS);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "claims: loading claim_cells failed: %s", SPI_result_code_string(ret));
 		cells = MemoryContextAllocZero(cells_cxt, sizeof(ClaimsCell) * Max(SPI_processed, 1));

@@ -48,10 +48,8 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("claims");
 
-	claims_registry_init();
-	claims_auth_init();
+	claims_cache_init();
 	claims_plans_init();
-	claims_read_init();
 }
 
 /*

@@ -15,6 +15,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -31,7 +32,7 @@ extern int	claims_max_batch_size;
 extern bool claims_open_mode;
 
 /* auth.c: which role may act for which cell */
-extern void claims_auth_init(void);
+extern void claims_cells_invalidate(Oid relid);
 extern bool claims_caller_is_admin(void);
 extern void claims_authorize_cell(int64 cell_id, bool for_new_lease);
 extern void claims_authorize_lookup(void);
@@ -63,7 +64,8 @@ typedef struct ClaimsTypeEntry
 	char	  **aliases;
 } ClaimsTypeEntry;
 
-extern void claims_registry_init(void);
+extern void claims_registry_invalidate(Oid relid);
+extern void claims_registry_pin(void);
 extern const ClaimsTypeEntry *claims_type_by_id(ClaimsRegistryKind kind, int32 id);
 extern const ClaimsTypeEntry *claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len);
 extern const ClaimsTypeEntry *claims_bucket_type_by_field(const char *field, int len);
@@ -85,6 +87,7 @@ typedef enum ClaimsPlanId
 	CLAIMS_PLAN_LIST_RECORDS,
 	CLAIMS_PLAN_LIST_RECORDS_LTE,
 	CLAIMS_PLAN_LIST_RECORDS_GROUP,
+	CLAIMS_PLAN_GET_RECORD,
 	CLAIMS_PLAN_REGISTRY_BUCKETS,
 	CLAIMS_PLAN_REGISTRY_SUBJECTS,
 	CLAIMS_PLAN_REGISTRY_SOURCES,
@@ -103,9 +106,19 @@ extern Oid	claims_caller_role;
 extern void claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call);
 extern void claims_spi_end(ClaimsCall *call);
 extern void claims_plans_init(void);
-extern void claims_read_init(void);
+extern void claims_plans_schema_changed(void);
 extern int	claims_execute(ClaimsPlanId id, Datum *args, const char *nulls,
 						   bool read_only, long count);
+extern int	claims_execute_snapshot(ClaimsPlanId id, Datum *args, const char *nulls,
+									Snapshot snapshot, long count);
+
+/* cache.c: what the per-backend caches share */
+extern void claims_cache_init(void);
+extern MemoryContext claims_cache_new_version(MemoryContext old, const char *name);
+extern int	claims_execute_latest(ClaimsPlanId id);
+
+/* read.c: the routing lookup */
+extern void claims_lookup_invalidate(Oid relid);
 extern Oid	claims_schema_oid(void);
 
 /* request.c: proto3 JSON input */

@@ -13,13 +13,14 @@
 #include "claims.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
+#include "catalog/pg_class.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -48,19 +49,15 @@ typedef struct ClaimsLookupTarget
 
 static ClaimsLookupTarget target;
 
-/* Relcache callback: forget the target when its table may have changed. */
-static void
-claims_lookup_invalidate(Datum arg, Oid relid)
+/* How many times a lookup looks the index up again before it gives up on it. */
+#define CLAIMS_LOOKUP_ATTEMPTS 3
+
+/* Forget the target when its table (or everything) may have changed. */
+void
+claims_lookup_invalidate(Oid relid)
 {
 	if (relid == InvalidOid || relid == target.relid)
 		target.valid = false;
-}
-
-/* Register the invalidation callback (from _PG_init). */
-void
-claims_read_init(void)
-{
-	CacheRegisterRelcacheCallback(claims_lookup_invalidate, (Datum) 0);
 }
 
 /*
@@ -88,41 +85,84 @@ claims_record_attnums(TupleDesc desc, AttrNumber *attnums)
 }
 
 /*
- * Open the claims table and its key index, finding them first if need be.
+ * Lock the claims table of the extension's schema. Locking processes
+ * invalidations, so the name is looked up again after the lock: when it
+ * now names another table (dropped and created again meanwhile), that one
+ * is locked instead, as RangeVarGetRelidExtended does.
  */
-static void
-claims_lookup_open(Relation *rel, Relation *index)
+static Relation
+claims_lookup_open_table(Oid nsp)
 {
-	Oid			nsp = claims_schema_oid();
+	Oid			relid = InvalidOid;
+	Relation	rel = NULL;
 
-	if (!target.valid || target.nsp != nsp)
+	for (;;)
 	{
-		target.valid = false;
-		target.nsp = nsp;
-		target.relid = get_relname_relid("claims", nsp);
-		target.indexid = get_relname_relid("claims_bucket_key", nsp);
-		if (!OidIsValid(target.relid) || !OidIsValid(target.indexid))
-			elog(ERROR, "claims: table claims or its index claims_bucket_key is missing");
+		Oid			now = get_relname_relid("claims", nsp);
+
+		if (rel != NULL)
+		{
+			if (now == relid)
+				break;
+			table_close(rel, AccessShareLock);
+			rel = NULL;
+		}
+		if (!OidIsValid(now))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("table claims of the claims extension is missing")));
+		relid = now;
+		rel = try_relation_open(relid, AccessShareLock);
 	}
-	/* locking may process invalidations, which can clear the target */
-	*rel = table_open(target.relid, AccessShareLock);
-	*index = index_open(target.indexid, AccessShareLock);
-	if (!target.valid)
+	if (!target.valid || target.nsp != nsp || target.relid != relid)
 	{
-		claims_record_attnums(RelationGetDescr(*rel), target.attnums);
+		target.nsp = nsp;
+		target.relid = relid;
+		target.indexid = InvalidOid;
+		claims_record_attnums(RelationGetDescr(rel), target.attnums);
 		target.valid = true;
 	}
+	return rel;
 }
 
 /*
- * Find the claim of one value and add its Record to the document; false
- * when the value is not claimed.
+ * Lock the table's key index, if it is valid: looked up by name after the
+ * table's lock (REINDEX CONCURRENTLY gives the name to a new index) and
+ * checked to be a ready, valid index of this table. NULL when no such index
+ * can be had now; the caller then reads through the planner.
+ */
+static Relation
+claims_lookup_open_index(Relation rel, Oid nsp)
+{
+	for (int attempt = 0; attempt < CLAIMS_LOOKUP_ATTEMPTS; attempt++)
+	{
+		Relation	index;
+
+		if (!OidIsValid(target.indexid) || attempt > 0)
+			target.indexid = get_relname_relid("claims_bucket_key", nsp);
+		if (!OidIsValid(target.indexid))
+			return NULL;
+		index = try_relation_open(target.indexid, AccessShareLock);
+		if (index == NULL)
+			continue;
+		if (index->rd_rel->relkind == RELKIND_INDEX &&
+			index->rd_index->indrelid == RelationGetRelid(rel) &&
+			index->rd_index->indisvalid && index->rd_index->indisready &&
+			index->rd_index->indislive)
+			return index;
+		relation_close(index, AccessShareLock);
+	}
+	target.indexid = InvalidOid;
+	return NULL;
+}
+
+/*
+ * Find the claim of one value through the key index; false when the value
+ * is not claimed.
  */
 static bool
-claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
+claims_lookup_by_index(ClaimsBucketRef *ref, Relation rel, Relation index, ClaimsJson *js)
 {
-	Relation	rel;
-	Relation	index;
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
@@ -133,7 +173,6 @@ claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
 	SET_VARSIZE(digest, VARHDRSZ + CLAIMS_DIGEST_LEN);
 	memcpy(VARDATA(digest), ref->digest, CLAIMS_DIGEST_LEN);
 
-	claims_lookup_open(&rel, &index);
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(ref->bucket_type));
 	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(digest));
 
@@ -161,6 +200,55 @@ claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/*
+ * Find the claim of one value with a planned statement (no valid key
+ * index to read directly); false when the value is not claimed.
+ */
+static bool
+claims_lookup_by_statement(ClaimsBucketRef *ref, ClaimsJson *js)
+{
+	Datum		args[3];
+	bytea	   *digest;
+	int			ret;
+
+	digest = palloc(VARHDRSZ + CLAIMS_DIGEST_LEN);
+	SET_VARSIZE(digest, VARHDRSZ + CLAIMS_DIGEST_LEN);
+	memcpy(VARDATA(digest), ref->digest, CLAIMS_DIGEST_LEN);
+	args[0] = Int32GetDatum(ref->bucket_type);
+	args[1] = PointerGetDatum(digest);
+	args[2] = PointerGetDatum(cstring_to_text_with_len(ref->value, ref->value_len));
+	ret = claims_execute(CLAIMS_PLAN_GET_RECORD, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims: get_record statement returned %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return false;
+	claims_json_key(js, "record");
+	claims_json_record(js, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+					   claims_record_spi_attnums);
+	return true;
+}
+
+/*
+ * Find the claim of one value and add its Record to the document; false
+ * when the value is not claimed.
+ */
+static bool
+claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
+{
+	Oid			nsp = claims_schema_oid();
+	Relation	rel = claims_lookup_open_table(nsp);
+	Relation	index = claims_lookup_open_index(rel, nsp);
+	bool		found;
+
+	if (index == NULL)
+	{
+		table_close(rel, NoLock);
+		return claims_lookup_by_statement(ref, js);
+	}
+	found = claims_lookup_by_index(ref, rel, index, js);
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return found;

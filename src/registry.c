@@ -4,8 +4,11 @@
  *	  Per-backend copy of the bucket, subject and source type registries.
  *
  * Operators add types with an INSERT. A statement trigger on each registry
- * table sends a relcache invalidation, and the callback here drops the copy
- * so that the next request reloads it.
+ * table sends a relcache invalidation, which marks the copy stale; the next
+ * API call loads a new version when it starts (claims_registry_pin), under
+ * a snapshot taken after the invalidation. A call reads the version it
+ * pinned from start to end and never loads in the middle: the lookups below
+ * only read, so they are safe after the switch to the caller's context.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,10 +43,11 @@ static const ClaimsPlanId registry_plans[CLAIMS_REGISTRY_KINDS] = {
 };
 
 /*
- * Drop the copy when a registry table (or everything) is invalidated.
+ * Mark the copy stale when a registry table (or everything) is invalidated.
+ * Only a flag: a call may still be reading the current version.
  */
-static void
-claims_registry_invalidate(Datum arg, Oid relid)
+void
+claims_registry_invalidate(Oid relid)
 {
 	if (!OidIsValid(relid))
 	{
@@ -53,15 +57,6 @@ claims_registry_invalidate(Datum arg, Oid relid)
 	for (int k = 0; k < CLAIMS_REGISTRY_KINDS; k++)
 		if (registry_relids[k] == relid)
 			registry_valid = false;
-}
-
-/*
- * Register the invalidation callback once per backend.
- */
-void
-claims_registry_init(void)
-{
-	CacheRegisterRelcacheCallback(claims_registry_invalidate, (Datum) 0);
 }
 
 /*
@@ -91,7 +86,7 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 
 	registry_relids[kind] = get_relname_relid(registry_tables[kind], nsp);
 
-	ret = claims_execute(registry_plans[kind], NULL, NULL, true, 0);
+	ret = claims_execute_latest(registry_plans[kind]);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: loading %s failed: %s", registry_tables[kind], SPI_result_code_string(ret));
 
@@ -134,19 +129,21 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 }
 
 /*
- * Make sure the copy is current; needs an open SPI connection.
+ * Make the copy current at the start of an API call (after SPI_connect):
+ * load a new version when the registries changed since the last load.
  */
-static void
-claims_registry_ensure(void)
+void
+claims_registry_pin(void)
 {
 	if (registry_valid && registry_schema == claims_schema_oid())
 		return;
 
-	if (registry_cxt == NULL)
-		registry_cxt = AllocSetContextCreate(TopMemoryContext, "claims registry",
-											 ALLOCSET_SMALL_SIZES);
-	else
-		MemoryContextReset(registry_cxt);
+	registry_cxt = claims_cache_new_version(registry_cxt, "claims registry");
+	for (int k = 0; k < CLAIMS_REGISTRY_KINDS; k++)
+	{
+		registry_entries[k] = NULL;
+		registry_count[k] = 0;
+	}
 
 	/* An invalidation arriving while we load makes the next call reload. */
 	registry_valid = true;
@@ -164,13 +161,21 @@ claims_registry_ensure(void)
 	PG_END_TRY();
 }
 
+/* The version pinned by the current call; never loads. */
+static void
+claims_registry_check_pinned(void)
+{
+	if (registry_cxt == NULL)
+		elog(ERROR, "claims: registry read outside an API call");
+}
+
 /*
  * The registered type with this number, or NULL.
  */
 const ClaimsTypeEntry *
 claims_type_by_id(ClaimsRegistryKind kind, int32 id)
 {
-	claims_registry_ensure();
+	claims_registry_check_pinned();
 	for (int i = 0; i < registry_count[kind]; i++)
 		if (registry_entries[kind][i].id == id)
 			return &registry_entries[kind][i];
@@ -184,7 +189,7 @@ claims_type_by_id(ClaimsRegistryKind kind, int32 id)
 const ClaimsTypeEntry *
 claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len)
 {
-	claims_registry_ensure();
+	claims_registry_check_pinned();
 	/* a current name always wins over another type's older alias */
 	for (int i = 0; i < registry_count[kind]; i++)
 	{
@@ -211,7 +216,7 @@ claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len)
 const ClaimsTypeEntry *
 claims_bucket_type_by_field(const char *field, int len)
 {
-	claims_registry_ensure();
+	claims_registry_check_pinned();
 	for (int i = 0; i < registry_count[CLAIMS_BUCKET_TYPES]; i++)
 	{
 		ClaimsTypeEntry *e = &registry_entries[CLAIMS_BUCKET_TYPES][i];

@@ -17,11 +17,9 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
-#include "executor/spi_priv.h"
 #include "miscadmin.h"
 #include "optimizer/plancat.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -275,6 +273,11 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		" ORDER BY source_id, bucket_type, bucket_digest",
 		4, {INT8OID, INT4OID, BYTEAOID, INT4ARRAYOID}
 	},
+	[CLAIMS_PLAN_GET_RECORD] = {
+		"SELECT " RECORD_COLUMNS " FROM @extschema@.claims"
+		" WHERE bucket_type = $1 AND bucket_digest = $2 AND bucket_value = $3",
+		3, {INT4OID, BYTEAOID, TEXTOID}
+	},
 	[CLAIMS_PLAN_REGISTRY_BUCKETS] = {
 		"SELECT type_id, name, claim_field, integer_valued, aliases"
 		" FROM @extschema@.claim_bucket_types ORDER BY type_id",
@@ -298,9 +301,13 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 
 static SPIPlanPtr plans[CLAIMS_NUM_PLANS];
 
+/* The schema the saved plans name, by oid and by the name in their text. */
+static Oid	plans_schema = InvalidOid;
+static char plans_schema_name[NAMEDATALEN];
+static bool plans_schema_maybe_renamed = false;
+
 /* The search path of every API call: pg_catalog, nothing else. */
 static OverrideSearchPath catalog_only_path = {NIL, true, false, 0};
-static Oid	plans_schema = InvalidOid;
 Oid			claims_caller_role = InvalidOid;
 static Oid	claims_current_nsp = InvalidOid;
 
@@ -309,13 +316,60 @@ static Oid	claims_current_nsp = InvalidOid;
 #endif
 
 /*
+ * A schema was changed somewhere (syscache callback): check at the next
+ * call whether the plans' schema still has the name their text embeds.
+ */
+void
+claims_plans_schema_changed(void)
+{
+	plans_schema_maybe_renamed = true;
+}
+
+/* Drop the saved plans; the next use prepares them again. */
+static void
+claims_plans_forget(void)
+{
+	for (int i = 0; i < CLAIMS_NUM_PLANS; i++)
+	{
+		if (plans[i])
+			SPI_freeplan(plans[i]);
+		plans[i] = NULL;
+	}
+}
+
+/*
+ * Make the saved plans fit the extension's schema: another schema (DROP
+ * and CREATE EXTENSION elsewhere) or a new name for the same schema (ALTER
+ * SCHEMA ... RENAME: re-planning would look up the old name) drops them.
+ */
+static void
+claims_plans_check_schema(Oid nsp)
+{
+	if (plans_schema == nsp && !plans_schema_maybe_renamed)
+		return;
+	if (plans_schema == nsp)
+	{
+		char	   *name = get_namespace_name(nsp);
+
+		plans_schema_maybe_renamed = false;
+		if (name != NULL && strcmp(name, plans_schema_name) == 0)
+			return;
+	}
+	claims_plans_forget();
+	plans_schema = nsp;
+	plans_schema_maybe_renamed = false;
+	strlcpy(plans_schema_name, get_namespace_name(nsp) ? get_namespace_name(nsp) : "",
+			NAMEDATALEN);
+}
+
+/*
  * Start an API call: note the calling role, switch to the extension's owner
  * (the owner of the called function) for the statements, pin the search
- * path to pg_catalog, connect to SPI and note the extension's schema. A
- * schema change (DROP and CREATE EXTENSION elsewhere) drops the saved plans.
- * The functions are not SECURITY DEFINER: the role judged is the one that
- * called them, whoever it is running as. The pinned path leaves out pg_temp,
- * so no temporary object of the caller can stand in for a catalog one.
+ * path to pg_catalog, connect to SPI, note the extension's schema and pin
+ * the version of the registries this call reads. The functions are not
+ * SECURITY DEFINER: the role judged is the one that called them, whoever it
+ * is running as. The pinned path leaves out pg_temp, so no temporary object
+ * of the caller can stand in for a catalog one.
  */
 void
 claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
@@ -336,23 +390,15 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	PushOverrideSearchPath(&catalog_only_path);
 
-	/* see registry changes committed since this transaction began */
+	/* see registry, cell and schema changes committed since the last call */
 	AcceptInvalidationMessages();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");
 
 	claims_current_nsp = nsp;
-	if (plans_schema != nsp)
-	{
-		for (int i = 0; i < CLAIMS_NUM_PLANS; i++)
-		{
-			if (plans[i])
-				SPI_freeplan(plans[i]);
-			plans[i] = NULL;
-		}
-		plans_schema = nsp;
-	}
+	claims_plans_check_schema(nsp);
+	claims_registry_pin();
 }
 
 /*
@@ -428,11 +474,15 @@ claims_plan(ClaimsPlanId id)
 
 /*
  * While a statement of the store is planned, claims and claim_leases count
- * as large tables (at least CLAIMS_PLANNED_TUPLES rows). The plans are
- * generic and kept for the life of the backend: planned from the statistics
- * of a new store (empty tables), they would scan whole tables, per call, once
- * the tables have grown, until the next ANALYZE. Every statement reads by
- * key, so the plan for a large table is the right one at any size.
+ * as large tables (at least CLAIMS_PLANNED_TUPLES rows) whose indexes offer
+ * no bitmap scans. The plans are generic and kept for the life of the
+ * backend: planned from the statistics of a new store (empty tables), they
+ * would scan whole tables, per call, once the tables have grown, until the
+ * next ANALYZE; and without statistics the planner guesses 25 rows for a
+ * key of the unique (bucket_type, bucket_digest) index, for which it would
+ * choose a bitmap scan, slower than a plain index scan for one row. Every
+ * statement reads by key, so the plan for a large table is the right one at
+ * any size.
  */
 #define CLAIMS_PLANNED_TUPLES	1000000.0
 #define CLAIMS_PLANNED_PAGES	10000
@@ -463,6 +513,8 @@ claims_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInf
 		index->pages = Max(index->pages, CLAIMS_PLANNED_PAGES / 4);
 		if (index->indpred == NIL)
 			index->tuples = rel->tuples;
+		/* one row by key: a plain index scan beats a bitmap */
+		index->amhasgetbitmap = false;
 	}
 }
 
@@ -475,48 +527,44 @@ claims_plans_init(void)
 }
 
 /*
- * Whether a saved statement has a valid generic plan: the next run will not
- * plan it.
+ * Run a saved statement under a given snapshot (InvalidSnapshot: SPI's
+ * usual choice for read_only), planned if need be as for large tables.
  */
-static bool
-claims_plan_is_ready(SPIPlanPtr plan)
-{
-	CachedPlanSource *source = linitial(plan->plancache_list);
-
-	return source->is_valid && source->gplan != NULL && source->gplan->is_valid;
-}
-
-/*
- * Run a saved statement, (re)planned if need be as for large tables. When
- * the plan is known to be due for (re)planning, bitmap scans are turned off
- * for it too: without statistics the planner guesses 25 rows for a key of
- * the unique (bucket_type, bucket_digest) index, and a bitmap scan for one
- * row is slower than a plain index scan.
- */
-int
-claims_execute(ClaimsPlanId id, Datum *args, const char *nulls, bool read_only, long count)
+static int
+claims_run_plan(ClaimsPlanId id, Datum *args, const char *nulls, Snapshot snapshot,
+				bool read_only, long count)
 {
 	SPIPlanPtr	plan = claims_plan(id);
-	int			nest = -1;
 	int			ret;
 
-	if (!claims_plan_is_ready(plan))
-	{
-		nest = NewGUCNestLevel();
-		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
 	planning_store_statement = true;
 	PG_TRY();
 	{
-		ret = SPI_execute_plan(plan, args, nulls, read_only, count);
+		if (snapshot != InvalidSnapshot)
+			ret = SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot,
+									   read_only, false, count);
+		else
+			ret = SPI_execute_plan(plan, args, nulls, read_only, count);
 	}
 	PG_FINALLY();
 	{
 		planning_store_statement = false;
 	}
 	PG_END_TRY();
-	if (nest >= 0)
-		AtEOXact_GUC(true, nest);
 	return ret;
+}
+
+/* Run a saved statement as SPI_execute_plan does. */
+int
+claims_execute(ClaimsPlanId id, Datum *args, const char *nulls, bool read_only, long count)
+{
+	return claims_run_plan(id, args, nulls, InvalidSnapshot, read_only, count);
+}
+
+/* Run a saved read-only statement under the given snapshot. */
+int
+claims_execute_snapshot(ClaimsPlanId id, Datum *args, const char *nulls, Snapshot snapshot,
+						long count)
+{
+	return claims_run_plan(id, args, nulls, snapshot, true, count);
 }
