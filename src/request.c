@@ -33,6 +33,26 @@ typedef struct ClaimsField
 #define CHILD_PATH(var, parentp, name) \
 	ClaimsPath var = {(parentp), (name), (int) strlen(name), -1}
 
+/* The most bytes of client text one message echoes in one place. */
+#define CLAIMS_ECHO_MAX_BYTES 64
+
+/*
+ * Request text (a key, name or value) as a message echoes it: whole when
+ * short, else cut on a character boundary (a cut inside one makes the
+ * message invalid, and its conversion for the client fails with 22021)
+ * and followed by "...".
+ */
+static char *
+claims_echo(const char *s, int len)
+{
+	int			cut;
+
+	if (len <= CLAIMS_ECHO_MAX_BYTES)
+		return pnstrdup(s, len);
+	cut = pg_mbcliplen(s, len, CLAIMS_ECHO_MAX_BYTES);
+	return psprintf("%.*s...", cut, s);
+}
+
 /*
  * Append the textual form of a path ("$.create_records[2].bucket").
  */
@@ -43,11 +63,11 @@ claims_path_append(StringInfo buf, const ClaimsPath *path)
 		return;
 	claims_path_append(buf, path->parent);
 	if (path->parent == NULL)
-		appendBinaryStringInfo(buf, path->key, path->keylen);
+		appendStringInfoString(buf, claims_echo(path->key, path->keylen));
 	else if (path->key)
 	{
 		appendStringInfoChar(buf, '.');
-		appendBinaryStringInfo(buf, path->key, path->keylen);
+		appendStringInfoString(buf, claims_echo(path->key, path->keylen));
 	}
 	else
 		appendStringInfo(buf, "[%d]", path->index);
@@ -303,8 +323,8 @@ claims_read_int64(const JsonbValue *v, const ClaimsPath *path)
 	if (v->type == jbvString)
 	{
 		if (!claims_parse_int64_text(v->val.string.val, v->val.string.len, &result))
-			claims_malformed(path, "expected a decimal int64, not \"%.*s\"",
-							 Min(v->val.string.len, 64), v->val.string.val);
+			claims_malformed(path, "expected a decimal int64, not \"%s\"",
+							 claims_echo(v->val.string.val, v->val.string.len));
 		return result;
 	}
 	claims_malformed(path, "expected an integer, not %s", claims_json_kind(v));
@@ -341,8 +361,8 @@ claims_read_enum(ClaimsRegistryKind kind, const JsonbValue *v, const ClaimsPath 
 			claims_malformed(path, "%s must not be UNSPECIFIED", label);
 		e = claims_type_by_name(kind, s, len);
 		if (e == NULL)
-			claims_malformed(path, "unknown %s \"%.*s\" (registered types are listed in %s)",
-							 label, Min(len, 100), s, claims_registry_table(kind));
+			claims_malformed(path, "unknown %s \"%s\" (registered types are listed in %s)",
+							 label, claims_echo(s, len), claims_registry_table(kind));
 		return e->id;
 	}
 	if (v->type == jbvNumeric)
@@ -501,7 +521,7 @@ claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 	s = v->val.string.val;
 	len = v->val.string.len;
 	if (len != 36)
-		claims_malformed(path, "invalid UUID \"%.*s\"", Min(len, 64), s);
+		claims_malformed(path, "invalid UUID \"%s\"", claims_echo(s, len));
 	for (int i = 0; i < 36;)
 	{
 		int			hi,
@@ -510,14 +530,14 @@ claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 		if (i == 8 || i == 13 || i == 18 || i == 23)
 		{
 			if (s[i] != '-')
-				claims_malformed(path, "invalid UUID \"%.*s\"", len, s);
+				claims_malformed(path, "invalid UUID \"%s\"", claims_echo(s, len));
 			i++;
 			continue;
 		}
 		hi = claims_hex_value(s[i]);
 		lo = claims_hex_value(s[i + 1]);
 		if (hi < 0 || lo < 0)
-			claims_malformed(path, "invalid UUID \"%.*s\"", len, s);
+			claims_malformed(path, "invalid UUID \"%s\"", claims_echo(s, len));
 		out->data[n++] = (uint8) ((hi << 4) | lo);
 		i += 2;
 	}
@@ -632,7 +652,7 @@ claims_read_timestamp(const JsonbValue *v, const ClaimsPath *path)
 	return (TimestampTz) (ts - (int64) offset * USECS_PER_SEC);
 
 bad:
-	claims_malformed(path, "invalid RFC 3339 timestamp \"%.*s\"", Min(len, 64), s);
+	claims_malformed(path, "invalid RFC 3339 timestamp \"%s\"", claims_echo(s, len));
 }
 
 /*
@@ -667,8 +687,8 @@ claims_check_value(int32 bucket_type, const char *value, int len, const ClaimsPa
 						 CLAIMS_MAX_VALUE_CHARS, nchars);
 	e = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
 	if (e && e->integer_valued && !claims_is_canonical_int64(value, len))
-		claims_malformed(path, "%s values are decimal integers without leading zeros, not \"%.*s\"",
-						 e->name, Min(len, 64), value);
+		claims_malformed(path, "%s values are decimal integers without leading zeros, not \"%s\"",
+						 e->name, claims_echo(value, len));
 }
 
 /*

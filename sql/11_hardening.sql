@@ -1,0 +1,80 @@
+--
+-- Hardening: how error messages echo the client's request text.
+--
+-- A message quotes at most 64 bytes of one piece of request text (a string
+-- value, a type name, a member name in the path), cut on a character
+-- boundary and followed by "..." when cut. A cut inside a multibyte
+-- character would make the message invalid in the database encoding: a
+-- client using another encoding would then get 22021 from the conversion of
+-- the message instead of the 22023 it documents. This file builds its
+-- non-ASCII text with chr() so that it reads the same under every
+-- client_encoding.
+--
+\set SHOW_CONTEXT never
+
+-- Where the cut falls inside a character (an e-acute, two bytes in UTF-8,
+-- at bytes 64 and 65) the whole character is left out; where it ends at
+-- byte 64 it is kept.
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', repeat('1', 63) || chr(233) || '1')));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', repeat('1', 62) || chr(233) || '1')));
+-- Text of at most 64 bytes is quoted whole.
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', repeat('1', 61) || chr(233) || '1')));
+
+-- Every place that quotes request text: a decimal int64 string, a type name,
+-- a UUID, a timestamp, the value of an integer-valued bucket type, and
+-- member names in the path.
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', 300, 'destroy_records', jsonb_build_array(jsonb_build_object(
+        'subject', jsonb_build_object('type', 'USER', 'id', repeat('7', 63) || chr(233)),
+        'bucket', jsonb_build_object('type', 'USERNAMES', 'value', 'held'))))));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    req(300, '[]', jsonb_build_array(bkt(repeat('A', 63) || chr(201), 'held')))));
+SELECT expect_error(format('SELECT claims_list_records(%L)',
+    jsonb_build_object('cell_id', 300, 'source_type', repeat('S', 63) || chr(201) || repeat('S', 1000))));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', 300, 'lease_uuid', repeat('0', 63) || chr(233) || repeat('0', 36),
+                       'destroy_records', jsonb_build_array(bkt('USERNAMES', 'held')))));
+SELECT expect_error(format('SELECT claims_list_leases(%L)',
+    jsonb_build_object('cell_id', 300, 'created_after', '2026-01-01T00:00:00' || repeat('0', 44) || chr(233) || 'Z')));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    req(300, '[]', jsonb_build_array(bkt('PROJECT_IDS', repeat('4', 63) || chr(233))))));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', 300, repeat('k', 63) || chr(233), 1)));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    req(300, '[]', jsonb_build_array(jsonb_build_object('claim',
+        jsonb_build_object(repeat('f', 63) || chr(233) || 'x', 'held'))))));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    req(300, '[]', jsonb_build_array(jsonb_build_object('bucket',
+        jsonb_build_object('type', 'USERNAMES', 'value', 'held', repeat('v', 70), 1))))));
+
+-- Under client encodings other than UTF8 the message reaches the client
+-- converted; it must still be the 22023 the API documents, in full.
+SET client_encoding = 'LATIN1';
+SELECT claims_begin_update(jsonb_build_object('cell_id', repeat('1', 63) || chr(233) || '1'));
+\echo :LAST_ERROR_SQLSTATE
+SELECT claims_begin_update(jsonb_build_object('cell_id', 300, repeat('k', 63) || chr(233), 1));
+\echo :LAST_ERROR_SQLSTATE
+SELECT claims_begin_update(req(300, '[]', jsonb_build_array(bkt(repeat('A', 63) || chr(201), 'held'))));
+\echo :LAST_ERROR_SQLSTATE
+SELECT claims_begin_update(req(300, '[]', jsonb_build_array(bkt('PROJECT_IDS', repeat('4', 63) || chr(233)))));
+\echo :LAST_ERROR_SQLSTATE
+SET client_encoding = 'WIN1252';
+SELECT claims_list_leases(jsonb_build_object('cell_id', 300,
+    'created_after', '2026-01-01T00:00:00' || repeat('0', 44) || chr(233) || 'Z'));
+\echo :LAST_ERROR_SQLSTATE
+-- SQL_ASCII is not converted: the bytes arrive as they are, now whole.
+SET client_encoding = 'SQL_ASCII';
+SELECT claims_begin_update(jsonb_build_object('cell_id', repeat('1', 63) || chr(233) || '1'));
+\echo :LAST_ERROR_SQLSTATE
+RESET client_encoding;
+
+-- Long request text is quoted only in part.
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', repeat('9', 100000))));
+SELECT expect_error(format('SELECT claims_begin_update(%L)',
+    jsonb_build_object('cell_id', 300, repeat('x', 100000), 1)));
+SELECT expect_error(format('SELECT claims_get_record(%L)',
+    jsonb_build_object('bucket', jsonb_build_object('type', repeat('T', 100000), 'value', 'x'))));
