@@ -6,9 +6,9 @@
 -- boundary and followed by "..." when cut. A cut inside a multibyte
 -- character would make the message invalid in the database encoding: a
 -- client using another encoding would then get 22021 from the conversion of
--- the message instead of the 22023 it documents. This file builds its
--- non-ASCII text with chr() so that it reads the same under every
--- client_encoding.
+-- the message instead of the 22023 it documents. Numbers are shown without
+-- expanding their exponent. This file builds its non-ASCII text with chr()
+-- so that it reads the same under every client_encoding.
 --
 \set SHOW_CONTEXT never
 
@@ -78,3 +78,24 @@ SELECT expect_error(format('SELECT claims_begin_update(%L)',
     jsonb_build_object('cell_id', 300, repeat('x', 100000), 1)));
 SELECT expect_error(format('SELECT claims_get_record(%L)',
     jsonb_build_object('bucket', jsonb_build_object('type', repeat('T', 100000), 'value', 'x'))));
+
+-- A short JSON number with a large exponent is named in scientific notation,
+-- never expanded: wherever the API reads an integer.
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 1e100000, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": -1e100000, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 1.25e100000, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 1e-16383, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 300, "create_records": [{"claim": {"username": "m1"}, "subject": {"type": "USER", "id": 1e100000}, "source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 1}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 300, "create_records": [{"claim": {"username": "m1"}, "subject": {"type": "USER", "id": 1}, "source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 1e100000}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 300, "destroy_records": [{"claim": {"project_id": 1e100000}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 300, "destroy_records": [{"bucket": {"type": 1e100000, "value": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_list_leases('{"cell_id": 300, "limit": 1e100000}')$$);
+SELECT expect_error($$SELECT claims_list_records('{"cell_id": 300, "source_type": "RAILS_TABLE_USERS", "limit": -1e100000}')$$);
+-- Numbers of ordinary size read as before: whole when integral, named in
+-- full when they are not, or are out of range.
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 300.5, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 1e-3, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 9223372036854775808, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": -9223372036854775809.000, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
+SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 3.0e2, "destroy_records": [{"claim": {"project_id": 5.000}}]}')$$);
+SELECT claims_list_leases('{"cell_id": 1.2e3, "limit": 1.0e1}') AS integral_numbers;

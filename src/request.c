@@ -17,6 +17,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 
 #include <openssl/evp.h>
@@ -295,7 +296,58 @@ claims_parse_int64_text(const char *s, int len, int64 *out)
 }
 
 /*
- * An int64 given as a JSON number (integral) or a decimal string.
+ * A JSON number for a message: as numeric_out writes it when its decimal
+ * exponent is small, else in scientific notation, so that an 8-byte
+ * 1e100000 is never expanded to its hundred thousand digits.
+ */
+static char *
+claims_echo_numeric(Numeric num)
+{
+	char	   *sci = numeric_out_sci(num, 15);
+	char	   *e = strchr(sci, 'e');
+	char	   *end;
+
+	if (e == NULL)				/* NaN or infinity */
+		return claims_echo(sci, strlen(sci));
+	if (abs(atoi(e + 1)) < CLAIMS_ECHO_MAX_BYTES)
+	{
+		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out,
+															   NumericGetDatum(num)));
+
+		return claims_echo(text, strlen(text));
+	}
+	/* 1.500000000000000e+100000 -> 1.5e+100000 */
+	end = e;
+	while (end[-1] == '0')
+		end--;
+	if (end[-1] == '.')
+		end--;
+	memmove(end, e, strlen(e) + 1);
+	return claims_echo(sci, strlen(sci));
+}
+
+/* Is an integral numeric within int64? */
+static bool
+claims_numeric_fits_int64(Datum whole)
+{
+	static Numeric min_int64 = NULL;
+	static Numeric max_int64 = NULL;
+
+	if (min_int64 == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		max_int64 = int64_to_numeric(PG_INT64_MAX);
+		min_int64 = int64_to_numeric(PG_INT64_MIN);
+		MemoryContextSwitchTo(old);
+	}
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, whole, NumericGetDatum(min_int64))) >= 0 &&
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, whole, NumericGetDatum(max_int64))) <= 0;
+}
+
+/*
+ * An int64 given as a JSON number (integral: "300.0" is 300) or a decimal
+ * string. The number is judged as a numeric, never expanded to text.
  */
 static int64
 claims_read_int64(const JsonbValue *v, const ClaimsPath *path)
@@ -304,21 +356,17 @@ claims_read_int64(const JsonbValue *v, const ClaimsPath *path)
 
 	if (v->type == jbvNumeric)
 	{
-		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out,
-															   NumericGetDatum(v->val.numeric)));
-		int			len = strlen(text);
-		char	   *dot = strchr(text, '.');
+		Datum		num = NumericGetDatum(v->val.numeric);
+		Datum		whole;
 
-		if (dot)
-		{
-			for (char *p = dot + 1; *p; p++)
-				if (*p != '0')
-					claims_malformed(path, "expected an integer, not %s", text);
-			len = dot - text;
-		}
-		if (!claims_parse_int64_text(text, len, &result))
-			claims_malformed(path, "integer %s is out of range for int64", text);
-		return result;
+		if (numeric_is_nan(v->val.numeric) || numeric_is_inf(v->val.numeric))
+			claims_malformed(path, "expected an integer, not %s", claims_echo_numeric(v->val.numeric));
+		whole = DirectFunctionCall2(numeric_trunc, num, Int32GetDatum(0));
+		if (!DatumGetBool(DirectFunctionCall2(numeric_eq, num, whole)))
+			claims_malformed(path, "expected an integer, not %s", claims_echo_numeric(v->val.numeric));
+		if (!claims_numeric_fits_int64(whole))
+			claims_malformed(path, "integer %s is out of range for int64", claims_echo_numeric(v->val.numeric));
+		return DatumGetInt64(DirectFunctionCall1(numeric_int8, whole));
 	}
 	if (v->type == jbvString)
 	{
