@@ -1,5 +1,6 @@
 --
--- Hardening: how error messages echo the client's request text.
+-- Hardening: how error messages echo the client's request text, and the
+-- built-in registry rows that cannot change.
 --
 -- A message quotes at most 64 bytes of one piece of request text (a string
 -- value, a type name, a member name in the path), cut on a character
@@ -99,3 +100,45 @@ SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 922337203685477580
 SELECT expect_error($$SELECT claims_begin_update('{"cell_id": -9223372036854775809.000, "destroy_records": [{"claim": {"username": "held"}}]}')$$);
 SELECT expect_error($$SELECT claims_begin_update('{"cell_id": 3.0e2, "destroy_records": [{"claim": {"project_id": 5.000}}]}')$$);
 SELECT claims_list_leases('{"cell_id": 1.2e3, "limit": 1.0e1}') AS integral_numbers;
+
+-- Built-in registry rows cannot change (42501). pg_dump keeps only the rows
+-- an operator added (WHERE NOT builtin) and CREATE EXTENSION recreates the
+-- built-in ones as shipped, so a change to a built-in row would be lost by
+-- a dump and restore. Every refused statement leaves the registries as they
+-- were.
+CREATE FUNCTION registry_state() RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT md5(coalesce((SELECT string_agg(t::text, '|' ORDER BY t.type_id) FROM claim_bucket_types t), '')
+               || '#' || coalesce((SELECT string_agg(t::text, '|' ORDER BY t.type_id) FROM claim_subject_types t), '')
+               || '#' || coalesce((SELECT string_agg(t::text, '|' ORDER BY t.type_id) FROM claim_source_types t), ''))
+$$;
+SELECT registry_state() AS registries \gset
+-- An alias added to a built-in type, and other changes to built-in rows.
+SELECT expect_error($$UPDATE claim_bucket_types SET aliases = '{USERNAME}' WHERE name = 'USERNAMES'$$);
+SELECT expect_error($$UPDATE claim_subject_types SET aliases = aliases || '{TEAM}' WHERE type_id = 2$$);
+SELECT expect_error($$UPDATE claim_source_types SET name = 'RAILS_TABLE_ACCOUNTS' WHERE type_id = 1$$);
+SELECT expect_error($$UPDATE claim_bucket_types SET builtin = false WHERE type_id = 9$$);
+-- A row added as built-in, or an operator's row made built-in.
+SELECT expect_error($$INSERT INTO claim_bucket_types (type_id, name, claim_field, builtin) VALUES (50, 'GADGET_NAMES', 'gadget_name', true)$$);
+SELECT expect_error($$INSERT INTO claim_subject_types (type_id, name, builtin) VALUES (50, 'ROBOT', true)$$);
+SELECT expect_error($$UPDATE claim_source_types SET builtin = true WHERE name = 'RAILS_TABLE_WIKIS'$$);
+-- Deleting a built-in row, alone or with others; TRUNCATE.
+SELECT expect_error($$DELETE FROM claim_source_types WHERE name = 'RAILS_TABLE_KEYS'$$);
+SELECT expect_error($$DELETE FROM claim_subject_types$$);
+SELECT expect_error($$TRUNCATE claim_bucket_types$$);
+SELECT expect_error($$TRUNCATE claim_subject_types, claim_source_types$$);
+SELECT registry_state() = :'registries' AS registries_unchanged;
+-- The API knows the built-in types as shipped.
+SELECT expect_error($$SELECT claims_get_record('{"bucket": {"type": "USERNAME", "value": "x"}}')$$);
+SELECT claims_list_records('{"cell_id": 1200, "source_type": "RAILS_TABLE_GROUPS"}') AS seeded_alias_works;
+
+-- Rows an operator added stay the operator's: added, given an alias,
+-- renamed and deleted as before.
+INSERT INTO claim_bucket_types (type_id, name, claim_field) VALUES (50, 'GADGET_NAMES', 'gadget_name');
+UPDATE claim_bucket_types SET aliases = '{GADGETS}' WHERE type_id = 50;
+SELECT claims_get_record('{"bucket": {"type": "GADGETS", "value": "x"}}') IS NULL AS alias_works;
+UPDATE claim_bucket_types SET name = 'GADGET_LABELS', builtin = false WHERE type_id = 50;
+SELECT type_id, name, claim_field, aliases, builtin FROM claim_bucket_types WHERE type_id = 50;
+DELETE FROM claim_bucket_types WHERE type_id = 50;
+SELECT registry_state() = :'registries' AS registries_as_before;
+DROP FUNCTION registry_state();
