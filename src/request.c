@@ -17,6 +17,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 
 #include <openssl/evp.h>
@@ -33,6 +34,26 @@ typedef struct ClaimsField
 #define CHILD_PATH(var, parentp, name) \
 	ClaimsPath var = {(parentp), (name), (int) strlen(name), -1}
 
+/* The most bytes of client text one message echoes in one place. */
+#define CLAIMS_ECHO_MAX_BYTES 64
+
+/*
+ * Request text (a key, name or value) as a message echoes it: whole when
+ * short, else cut on a character boundary (a cut inside one makes the
+ * message invalid, and its conversion for the client fails with 22021)
+ * and followed by "...".
+ */
+static char *
+claims_echo(const char *s, int len)
+{
+	int			cut;
+
+	if (len <= CLAIMS_ECHO_MAX_BYTES)
+		return pnstrdup(s, len);
+	cut = pg_mbcliplen(s, len, CLAIMS_ECHO_MAX_BYTES);
+	return psprintf("%.*s...", cut, s);
+}
+
 /*
  * Append the textual form of a path ("$.create_records[2].bucket").
  */
@@ -43,11 +64,11 @@ claims_path_append(StringInfo buf, const ClaimsPath *path)
 		return;
 	claims_path_append(buf, path->parent);
 	if (path->parent == NULL)
-		appendBinaryStringInfo(buf, path->key, path->keylen);
+		appendStringInfoString(buf, claims_echo(path->key, path->keylen));
 	else if (path->key)
 	{
 		appendStringInfoChar(buf, '.');
-		appendBinaryStringInfo(buf, path->key, path->keylen);
+		appendStringInfoString(buf, claims_echo(path->key, path->keylen));
 	}
 	else
 		appendStringInfo(buf, "[%d]", path->index);
@@ -275,7 +296,58 @@ claims_parse_int64_text(const char *s, int len, int64 *out)
 }
 
 /*
- * An int64 given as a JSON number (integral) or a decimal string.
+ * A JSON number for a message: as numeric_out writes it when its decimal
+ * exponent is small, else in scientific notation, so that an 8-byte
+ * 1e100000 is never expanded to its hundred thousand digits.
+ */
+static char *
+claims_echo_numeric(Numeric num)
+{
+	char	   *sci = numeric_out_sci(num, 15);
+	char	   *e = strchr(sci, 'e');
+	char	   *end;
+
+	if (e == NULL)				/* NaN or infinity */
+		return claims_echo(sci, strlen(sci));
+	if (abs(atoi(e + 1)) < CLAIMS_ECHO_MAX_BYTES)
+	{
+		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out,
+															   NumericGetDatum(num)));
+
+		return claims_echo(text, strlen(text));
+	}
+	/* 1.500000000000000e+100000 -> 1.5e+100000 */
+	end = e;
+	while (end[-1] == '0')
+		end--;
+	if (end[-1] == '.')
+		end--;
+	memmove(end, e, strlen(e) + 1);
+	return claims_echo(sci, strlen(sci));
+}
+
+/* Is an integral numeric within int64? */
+static bool
+claims_numeric_fits_int64(Datum whole)
+{
+	static Numeric min_int64 = NULL;
+	static Numeric max_int64 = NULL;
+
+	if (min_int64 == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		max_int64 = int64_to_numeric(PG_INT64_MAX);
+		min_int64 = int64_to_numeric(PG_INT64_MIN);
+		MemoryContextSwitchTo(old);
+	}
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, whole, NumericGetDatum(min_int64))) >= 0 &&
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, whole, NumericGetDatum(max_int64))) <= 0;
+}
+
+/*
+ * An int64 given as a JSON number (integral: "300.0" is 300) or a decimal
+ * string. The number is judged as a numeric, never expanded to text.
  */
 static int64
 claims_read_int64(const JsonbValue *v, const ClaimsPath *path)
@@ -284,27 +356,23 @@ claims_read_int64(const JsonbValue *v, const ClaimsPath *path)
 
 	if (v->type == jbvNumeric)
 	{
-		char	   *text = DatumGetCString(DirectFunctionCall1(numeric_out,
-															   NumericGetDatum(v->val.numeric)));
-		int			len = strlen(text);
-		char	   *dot = strchr(text, '.');
+		Datum		num = NumericGetDatum(v->val.numeric);
+		Datum		whole;
 
-		if (dot)
-		{
-			for (char *p = dot + 1; *p; p++)
-				if (*p != '0')
-					claims_malformed(path, "expected an integer, not %s", text);
-			len = dot - text;
-		}
-		if (!claims_parse_int64_text(text, len, &result))
-			claims_malformed(path, "integer %s is out of range for int64", text);
-		return result;
+		if (numeric_is_nan(v->val.numeric) || numeric_is_inf(v->val.numeric))
+			claims_malformed(path, "expected an integer, not %s", claims_echo_numeric(v->val.numeric));
+		whole = DirectFunctionCall2(numeric_trunc, num, Int32GetDatum(0));
+		if (!DatumGetBool(DirectFunctionCall2(numeric_eq, num, whole)))
+			claims_malformed(path, "expected an integer, not %s", claims_echo_numeric(v->val.numeric));
+		if (!claims_numeric_fits_int64(whole))
+			claims_malformed(path, "integer %s is out of range for int64", claims_echo_numeric(v->val.numeric));
+		return DatumGetInt64(DirectFunctionCall1(numeric_int8, whole));
 	}
 	if (v->type == jbvString)
 	{
 		if (!claims_parse_int64_text(v->val.string.val, v->val.string.len, &result))
-			claims_malformed(path, "expected a decimal int64, not \"%.*s\"",
-							 Min(v->val.string.len, 64), v->val.string.val);
+			claims_malformed(path, "expected a decimal int64, not \"%s\"",
+							 claims_echo(v->val.string.val, v->val.string.len));
 		return result;
 	}
 	claims_malformed(path, "expected an integer, not %s", claims_json_kind(v));
@@ -341,8 +409,8 @@ claims_read_enum(ClaimsRegistryKind kind, const JsonbValue *v, const ClaimsPath 
 			claims_malformed(path, "%s must not be UNSPECIFIED", label);
 		e = claims_type_by_name(kind, s, len);
 		if (e == NULL)
-			claims_malformed(path, "unknown %s \"%.*s\" (registered types are listed in %s)",
-							 label, Min(len, 100), s, claims_registry_table(kind));
+			claims_malformed(path, "unknown %s \"%s\" (registered types are listed in %s)",
+							 label, claims_echo(s, len), claims_registry_table(kind));
 		return e->id;
 	}
 	if (v->type == jbvNumeric)
@@ -501,7 +569,7 @@ claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 	s = v->val.string.val;
 	len = v->val.string.len;
 	if (len != 36)
-		claims_malformed(path, "invalid UUID \"%.*s\"", Min(len, 64), s);
+		claims_malformed(path, "invalid UUID \"%s\"", claims_echo(s, len));
 	for (int i = 0; i < 36;)
 	{
 		int			hi,
@@ -510,14 +578,14 @@ claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 		if (i == 8 || i == 13 || i == 18 || i == 23)
 		{
 			if (s[i] != '-')
-				claims_malformed(path, "invalid UUID \"%.*s\"", len, s);
+				claims_malformed(path, "invalid UUID \"%s\"", claims_echo(s, len));
 			i++;
 			continue;
 		}
 		hi = claims_hex_value(s[i]);
 		lo = claims_hex_value(s[i + 1]);
 		if (hi < 0 || lo < 0)
-			claims_malformed(path, "invalid UUID \"%.*s\"", len, s);
+			claims_malformed(path, "invalid UUID \"%s\"", claims_echo(s, len));
 		out->data[n++] = (uint8) ((hi << 4) | lo);
 		i += 2;
 	}
@@ -632,7 +700,7 @@ claims_read_timestamp(const JsonbValue *v, const ClaimsPath *path)
 	return (TimestampTz) (ts - (int64) offset * USECS_PER_SEC);
 
 bad:
-	claims_malformed(path, "invalid RFC 3339 timestamp \"%.*s\"", Min(len, 64), s);
+	claims_malformed(path, "invalid RFC 3339 timestamp \"%s\"", claims_echo(s, len));
 }
 
 /*
@@ -667,8 +735,8 @@ claims_check_value(int32 bucket_type, const char *value, int len, const ClaimsPa
 						 CLAIMS_MAX_VALUE_CHARS, nchars);
 	e = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
 	if (e && e->integer_valued && !claims_is_canonical_int64(value, len))
-		claims_malformed(path, "%s values are decimal integers without leading zeros, not \"%.*s\"",
-						 e->name, Min(len, 64), value);
+		claims_malformed(path, "%s values are decimal integers without leading zeros, not \"%s\"",
+						 e->name, claims_echo(value, len));
 }
 
 /*

@@ -1,7 +1,7 @@
 -- Schema of the claims extension: tables, columns, keys, indexes, check
 -- constraints (declared and enforced), enum types and triggers.
 BEGIN;
-SELECT plan(83);
+SELECT plan(84);
 
 -- Tables ------------------------------------------------------------------
 
@@ -384,9 +384,12 @@ SELECT throws_ok(
 
 -- Triggers ------------------------------------------------------------------
 
-SELECT triggers_are('claim_bucket_types', ARRAY['claims_registry_changed']);
-SELECT triggers_are('claim_subject_types', ARRAY['claims_registry_changed']);
-SELECT triggers_are('claim_source_types', ARRAY['claims_registry_changed']);
+SELECT triggers_are('claim_bucket_types', ARRAY['claims_registry_changed',
+    'claims_builtin_types_guard', 'claims_builtin_types_guard_truncate']);
+SELECT triggers_are('claim_subject_types', ARRAY['claims_registry_changed',
+    'claims_builtin_types_guard', 'claims_builtin_types_guard_truncate']);
+SELECT triggers_are('claim_source_types', ARRAY['claims_registry_changed',
+    'claims_builtin_types_guard', 'claims_builtin_types_guard_truncate']);
 -- claim_cells carries the same trigger: every backend's cached list of cells
 -- follows registrations, renames and disabling at once.
 SELECT triggers_are('claim_cells', ARRAY['claims_registry_changed']);
@@ -405,6 +408,26 @@ SELECT results_eq(
              ('claim_source_types', 60, 'O'),
              ('claim_subject_types', 60, 'O')$$,
     'registry and cell triggers fire AFTER INSERT, UPDATE, DELETE and TRUNCATE, once per statement');
+-- Built-in registry rows are read-only, as pg_dump does not keep them:
+-- tgtype 31 = row level, BEFORE, INSERT + DELETE + UPDATE; 34 = statement
+-- level, BEFORE, TRUNCATE. The argument names the kind of type in messages.
+SELECT results_eq(
+    $$SELECT tgrelid::regclass::text, tgname::text COLLATE "default", tgfoid::regproc::text, tgtype::integer,
+             tgenabled::text, replace(encode(tgargs, 'escape'), '\000', '')
+        FROM pg_trigger WHERE tgname LIKE 'claims\_builtin\_types\_guard%' ORDER BY 1, 2$$,
+    $$VALUES ('claim_bucket_types'::text, 'claims_builtin_types_guard'::text,
+              'claims_builtin_types_guard'::text, 31, 'O'::text, 'bucket type'::text),
+             ('claim_bucket_types', 'claims_builtin_types_guard_truncate',
+              'claims_builtin_types_guard', 34, 'O', 'bucket type'),
+             ('claim_source_types', 'claims_builtin_types_guard',
+              'claims_builtin_types_guard', 31, 'O', 'source type'),
+             ('claim_source_types', 'claims_builtin_types_guard_truncate',
+              'claims_builtin_types_guard', 34, 'O', 'source type'),
+             ('claim_subject_types', 'claims_builtin_types_guard',
+              'claims_builtin_types_guard', 31, 'O', 'subject type'),
+             ('claim_subject_types', 'claims_builtin_types_guard_truncate',
+              'claims_builtin_types_guard', 34, 'O', 'subject type')$$,
+    'the registries guard their built-in rows BEFORE each row is inserted, updated or deleted, and BEFORE TRUNCATE');
 SELECT is_empty(
     $$SELECT tgname FROM pg_trigger
        WHERE tgrelid IN ('claims'::regclass, 'claim_leases'::regclass)$$,

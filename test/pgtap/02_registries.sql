@@ -1,7 +1,8 @@
 -- Registries of bucket, subject and source types: seed rows, constraints,
--- aliases, and rows added by an operator reaching the API at once.
+-- aliases, rows added by an operator reaching the API at once, and built-in
+-- rows that cannot change.
 BEGIN;
-SELECT plan(58);
+SELECT plan(63);
 
 -- Calls for a cell need a registered cell, whoever makes them; this file runs
 -- as a superuser (an administrator), so registering cell 1 is enough.
@@ -284,7 +285,11 @@ SELECT is(:'sprockets_inside'::text, 'unclaimed', 'a bucket type inserted after 
 SELECT is(pg_temp.lookup('{"bucket": {"type": "SPROCKETS", "value": "s"}}'), '22023',
     'the bucket type is unknown again after ROLLBACK TO SAVEPOINT');
 
+-- TRUNCATE would delete the built-in rows and is refused (below); with the
+-- guard disabled, as an update script of the extension may do, the
+-- registries still follow it.
 SAVEPOINT registry_truncate;
+ALTER TABLE claim_source_types DISABLE TRIGGER claims_builtin_types_guard_truncate;
 TRUNCATE claim_source_types;
 SELECT pg_temp.lookup('{"claim": {"username": "nobody"}}') AS get_after_truncate \gset
 ROLLBACK TO SAVEPOINT registry_truncate;
@@ -302,6 +307,7 @@ SELECT is(
 CREATE FUNCTION pg_temp.list_users_after_truncate() RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
+    ALTER TABLE claim_source_types DISABLE TRIGGER claims_builtin_types_guard_truncate;
     TRUNCATE claim_source_types;
     PERFORM claims_list_records('{"cell_id": 1, "source_type": "RAILS_TABLE_USERS"}');
     RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'listed';
@@ -313,6 +319,33 @@ SELECT is(pg_temp.list_users_after_truncate(), '22023',
     'after TRUNCATE of the source registry, RAILS_TABLE_USERS is unknown to the API');
 SELECT is((SELECT count(*)::integer FROM claim_source_types), 15,
     'the TRUNCATE inside the function was undone with it');
+
+-- Built-in rows ----------------------------------------------------------------
+
+-- pg_dump keeps only the rows an operator added (WHERE NOT builtin); the
+-- built-in ones come back from CREATE EXTENSION as shipped. So they cannot
+-- change: a change would be lost by a dump and restore.
+SELECT throws_ok(
+    $$UPDATE claim_subject_types SET aliases = '{GROUP,TEAM}' WHERE name = 'NAMESPACE'$$,
+    '42501', 'permission denied to change built-in subject type "NAMESPACE" in claim_subject_types',
+    'an alias cannot be added to a built-in type');
+SELECT throws_ok(
+    $$INSERT INTO claim_bucket_types (type_id, name, builtin) VALUES (42, 'COGS', true)$$,
+    '42501', 'permission denied to add built-in bucket type "COGS" to claim_bucket_types',
+    'an operator cannot add a built-in type');
+SELECT throws_ok(
+    $$DELETE FROM claim_source_types WHERE type_id = 1$$,
+    '42501', 'permission denied to delete built-in source type "RAILS_TABLE_USERS" from claim_source_types',
+    'a built-in type cannot be deleted');
+SELECT throws_ok(
+    $$TRUNCATE claim_source_types$$,
+    '42501', 'permission denied to truncate claim_source_types',
+    'a registry holding built-in types cannot be truncated');
+SELECT results_eq(
+    $$SELECT (SELECT count(*)::integer FROM claim_source_types),
+             (SELECT aliases FROM claim_subject_types WHERE type_id = 2)$$,
+    $$VALUES (15, '{GROUP}'::text[])$$,
+    'the refused statements changed nothing');
 
 -- Aliases --------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 -- The SQL functions of the claims extension: signatures, attributes, NULL
 -- handling, the claims.max_batch_size setting and the shape of answers.
 BEGIN;
-SELECT plan(87);
+SELECT plan(92);
 
 -- Calls for a cell need a registered cell, whoever makes them; this file runs
 -- as a superuser (an administrator), so registering the cells it uses is
@@ -100,6 +100,16 @@ SELECT isnt_definer('claims_get_record', ARRAY['jsonb']);
 SELECT isnt_definer('claims_list_leases', ARRAY['jsonb']);
 SELECT isnt_definer('claims_list_records', ARRAY['jsonb']);
 SELECT isnt_definer('claims_registry_changed', ARRAY[]::name[]);
+
+-- The guard of the built-in registry rows: a plpgsql trigger function that
+-- runs as the role writing the registry, with its search path pinned.
+SELECT has_function('claims_builtin_types_guard', ARRAY[]::name[]);
+SELECT function_returns('claims_builtin_types_guard', ARRAY[]::name[], 'trigger');
+SELECT function_lang_is('claims_builtin_types_guard', ARRAY[]::name[], 'plpgsql');
+SELECT isnt_definer('claims_builtin_types_guard', ARRAY[]::name[]);
+SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'claims_builtin_types_guard()'::regprocedure),
+    ARRAY['search_path=pg_catalog, pg_temp'],
+    'claims_builtin_types_guard() pins its search_path');
 
 SELECT isnt_strict('claims_begin_update', ARRAY['jsonb']);
 SELECT isnt_strict('claims_commit', ARRAY['bigint', 'uuid']);

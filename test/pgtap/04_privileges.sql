@@ -5,7 +5,7 @@
 -- registered cell's role, whose only grant is claims_cell, works through the
 -- API for its own cell.
 BEGIN;
-SELECT plan(98);
+SELECT plan(99);
 
 -- PUBLIC ----------------------------------------------------------------------
 
@@ -51,6 +51,7 @@ SELECT function_privs_are('claims_get_record', ARRAY['jsonb'], 'public', ARRAY[]
 SELECT function_privs_are('claims_list_leases', ARRAY['jsonb'], 'public', ARRAY[]::text[]);
 SELECT function_privs_are('claims_list_records', ARRAY['jsonb'], 'public', ARRAY[]::text[]);
 SELECT function_privs_are('claims_registry_changed', ARRAY[]::name[], 'public', ARRAY[]::text[]);
+SELECT function_privs_are('claims_builtin_types_guard', ARRAY[]::name[], 'public', ARRAY[]::text[]);
 
 -- No SECURITY DEFINER function of the extension (the administrator
 -- functions and claims_audit, claims_check) is for PUBLIC.
