@@ -30,6 +30,18 @@ include $(PGXS)
 # Every source includes the shared header.
 $(OBJS): src/claims.h
 
+# The cell side, claims_cell, is built, installed and cleaned with the store.
+all: all-cell
+install: install-cell
+clean: clean-cell
+.PHONY: all-cell install-cell clean-cell
+all-cell:
+	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG)
+install-cell:
+	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG) install
+clean-cell:
+	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG) clean
+
 .PHONY: test run stop bench
 test:
 	scripts/test.sh

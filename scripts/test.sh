@@ -12,6 +12,7 @@
 #   isolation pg_isolation_regress over test/isolation/specs/*.spec
 #   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
 #   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
+#   cell regress, cell tap: the same for claims_cell in cell/
 # A suite with no test files is skipped with a note.
 #
 # Counting: one pg_regress test or isolation spec is one result; every TAP
@@ -129,7 +130,7 @@ stop_stray_servers_any() {
     while IFS= read -r pidfile; do
         datadir="$(dirname "$pidfile")"
         "$BINDIR/pg_ctl" -D "$datadir" -m immediate -w stop >/dev/null 2>&1 || true
-    done < <(find "$REPO"/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
+    done < <(find "$REPO"/tmp_check* "$REPO"/cell/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
 }
 
 # Set the environment every suite shares: PostgreSQL's bin first on PATH,
@@ -297,6 +298,80 @@ run_tap() {
     stop_stray_servers_any
 }
 
+# Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
+# instance with cell/test/claims_cell.conf.
+run_cell_regress() {
+    local tests=() f out p fl dir="$REPO/cell"
+    section "cell regress (pg_regress cell/sql)"
+    for f in "$dir"/sql/*.sql; do
+        [ -e "$f" ] || continue
+        f="${f##*/}"
+        tests+=("${f%.sql}")
+    done
+    if [ "${#tests[@]}" -eq 0 ]; then
+        echo "no tests in cell/sql/; skipped"
+        SKIPPED_NOTES+=("cell regress suite skipped: no cell/sql/*.sql")
+        return 0
+    fi
+    rm -rf "$dir/results" "$dir/log" "$dir/regression.diffs" "$dir/regression.out"
+    out="$LOGDIR/cell_regress.out"
+    (cd "$dir" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+        "$PGXS_DIR/src/test/regress/pg_regress" --temp-instance=./tmp_check --inputdir=. \
+        --bindir="$BINDIR" --temp-config=test/claims_cell.conf --dbname=contrib_regression \
+        "${tests[@]}") 2>&1 | tee "$out"
+    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_regress test "$dir")
+    echo "-- cell regress: $p ok, $fl not ok"
+    add_counts "$p" "$fl"
+    stop_stray_servers_any
+}
+
+# Suite (f): prove over cell/test/t/*.pl, a store node and a cell node each.
+run_cell_tap() {
+    local files=() f name out rc p fl s tp=0 tf=0 ts=0 dir="$REPO/cell"
+    section "cell tap (prove cell/test/t)"
+    for f in "$dir"/test/t/*.pl; do
+        [ -e "$f" ] && files+=("test/t/${f##*/}")
+    done
+    if [ "${#files[@]}" -eq 0 ]; then
+        echo "no TAP files in cell/test/t/; skipped"
+        SKIPPED_NOTES+=("cell tap suite skipped: no cell/test/t/*.pl")
+        return 0
+    fi
+    rm -rf "$dir/tmp_check"
+    mkdir -p "$dir/tmp_check"
+    for f in "${files[@]}"; do
+        name="$(basename "$f" .pl)"
+        out="$LOGDIR/cell_tap_$name.out"
+        (
+            cd "$dir" || exit 1
+            export TESTDIR="$dir" TESTDATADIR="$dir/tmp_check"
+            export PATH="$BINDIR:$dir:$PATH" PGPORT=65032
+            export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
+            timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+                prove -v --merge -I "$PGXS_DIR/src/test/perl/" -I "$dir" "$f"
+        ) 2>&1 | tee "$out"
+        rc=${PIPESTATUS[0]}
+        read -r p fl s < <(count_tap "$out")
+        if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+            echo "cell/$f: prove exited with status $rc without a failed assertion (died, bad plan or timeout); counted as one failure"
+            fl=1
+        fi
+        if [ "$fl" -gt 0 ]; then
+            show_tail "$dir/tmp_check/log/regress_log_$name" 80
+            local nodelog
+            for nodelog in "$dir"/tmp_check/log/"${name}"_*.log; do
+                show_tail "$nodelog" 40
+            done
+        fi
+        tp=$((tp + p))
+        tf=$((tf + fl))
+        ts=$((ts + s))
+    done
+    echo "-- cell tap: $tp ok, $tf not ok, $ts skipped/todo"
+    add_counts "$tp" "$tf"
+    stop_stray_servers_any
+}
+
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
 # its socket in a private directory under $TMPDIR (short enough for a socket path).
 start_pgtap_server() {
@@ -397,8 +472,9 @@ run_pgtap() {
 
 # Check that the extension is installed for PG_CONFIG's server.
 check_installed() {
-    if [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ]; then
-        echo "test.sh: the claims extension is not installed in $SHAREDIR / $PKGLIBDIR"
+    if [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ] ||
+        [ ! -f "$SHAREDIR/extension/claims_cell.control" ] || [ ! -f "$PKGLIBDIR/claims_cell.so" ]; then
+        echo "test.sh: the claims and claims_cell extensions are not installed in $SHAREDIR / $PKGLIBDIR"
         echo "test.sh: run 'make install' as root (or run 'make test' as root)"
         return 1
     fi
@@ -427,6 +503,8 @@ main_user() {
     run_isolation
     run_tap
     run_pgtap
+    run_cell_regress
+    run_cell_tap
     finish
 }
 
@@ -440,7 +518,7 @@ cleanup_root() {
         while IFS= read -r pidfile; do
             runuser -u "$RUN_USER" -- "$("$PG_CONFIG" --bindir)/pg_ctl" \
                 -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
-        done < <(find "$WORK"/repo/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
+        done < <(find "$WORK"/repo/tmp_check* "$WORK"/repo/cell/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
     fi
     if [ -n "$WORK" ] && [ -d "$WORK" ]; then
         if [ "${CLAIMS_KEEP_TMP:-0}" != 1 ]; then
@@ -465,7 +543,8 @@ build_and_install() {
 copy_tree() {
     mkdir -p "$1" || return 1
     tar -C "$REPO" --anchored \
-        --exclude=./.git --exclude='./tmp_check*' --exclude=./results \
+        --exclude=./.git --exclude='./tmp_check*' --exclude='./cell/tmp_check*' \
+        --exclude=./results --exclude=./cell/results --exclude=./cell/log \
         --exclude=./output_iso --exclude=./log --exclude=./.run \
         --exclude=./regression.diffs --exclude=./regression.out \
         -cf - . | tar -C "$1" -xf -

@@ -1,0 +1,254 @@
+/*-------------------------------------------------------------------------
+ *
+ * breaker.c
+ *	  Circuit breaker and statistics of the calls to the claims store.
+ *
+ * One slot per database in shared memory when the library is preloaded:
+ * it counts calls in flight (at most claims_cell.max_concurrent_calls),
+ * opens after claims_cell.breaker_threshold consecutive failures, fails
+ * calls at once for claims_cell.breaker_cooldown, then lets one call probe
+ * the store. Without preloading each backend keeps its own slot, which
+ * limits nothing across backends; a LOG line says so once per backend.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+
+#define CELL_BREAKER_SLOTS	64
+
+typedef struct CellBreakerSlot
+{
+	Oid			dbid;
+	int			in_flight;
+	int			consecutive_failures;
+	bool		probing;
+	TimestampTz open_until;		/* 0: closed */
+	uint64		counters[CELL_STAT_COUNT];
+	double		latency_sum_ms;
+	uint64		latency_n;
+	double		latency_max_ms;
+} CellBreakerSlot;
+
+typedef struct CellBreakerShared
+{
+	slock_t		mutex;
+	CellBreakerSlot slots[CELL_BREAKER_SLOTS];
+} CellBreakerShared;
+
+static CellBreakerShared *cell_shared = NULL;
+static CellBreakerSlot cell_local_slot;
+static bool cell_local_noted = false;
+
+/* Request the shared memory of the breaker. */
+void
+cell_breaker_shmem_request(void)
+{
+	RequestAddinShmemSpace(MAXALIGN(sizeof(CellBreakerShared)));
+}
+
+/* Create or attach the shared breaker. */
+void
+cell_breaker_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	cell_shared = ShmemInitStruct("claims_cell breaker", sizeof(CellBreakerShared), &found);
+	if (!found)
+	{
+		memset(cell_shared, 0, sizeof(CellBreakerShared));
+		SpinLockInit(&cell_shared->mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Whether the breaker lives in shared memory. */
+bool
+cell_breaker_is_shared(void)
+{
+	return cell_shared != NULL;
+}
+
+/*
+ * This database's slot; the caller holds the mutex when shared. A full
+ * table reuses the slot of a database with nothing in flight.
+ */
+static CellBreakerSlot *
+cell_slot(void)
+{
+	CellBreakerSlot *free_slot = NULL;
+
+	if (cell_shared == NULL)
+	{
+		if (!cell_local_noted)
+		{
+			cell_local_noted = true;
+			ereport(LOG,
+					(errmsg("claims_cell: not loaded through shared_preload_libraries; the circuit breaker and statistics are per backend")));
+		}
+		return &cell_local_slot;
+	}
+	for (int i = 0; i < CELL_BREAKER_SLOTS; i++)
+	{
+		CellBreakerSlot *s = &cell_shared->slots[i];
+
+		if (s->dbid == MyDatabaseId)
+			return s;
+		if (free_slot == NULL && (s->dbid == InvalidOid || s->in_flight == 0))
+			free_slot = s;
+	}
+	if (free_slot == NULL)
+		free_slot = &cell_shared->slots[MyDatabaseId % CELL_BREAKER_SLOTS];
+	memset(free_slot, 0, sizeof(CellBreakerSlot));
+	free_slot->dbid = MyDatabaseId;
+	return free_slot;
+}
+
+static void
+cell_lock(void)
+{
+	if (cell_shared)
+		SpinLockAcquire(&cell_shared->mutex);
+}
+
+static void
+cell_unlock(void)
+{
+	if (cell_shared)
+		SpinLockRelease(&cell_shared->mutex);
+}
+
+/*
+ * Admit one call: CELL_CALL_OK (counted in flight; *probe says whether it
+ * is the probe of an open breaker), CELL_CALL_BREAKER_OPEN or CELL_CALL_BUSY.
+ */
+CellCallStatus
+cell_breaker_enter(bool *probe)
+{
+	CellBreakerSlot *s;
+	CellCallStatus st = CELL_CALL_OK;
+	TimestampTz now = GetCurrentTimestamp();
+
+	*probe = false;
+	cell_lock();
+	s = cell_slot();
+	if (s->open_until != 0)
+	{
+		if (now < s->open_until || s->probing)
+			st = CELL_CALL_BREAKER_OPEN;
+		else
+		{
+			s->probing = true;
+			*probe = true;
+		}
+	}
+	if (st == CELL_CALL_OK && s->in_flight >= cell_max_concurrent_calls)
+	{
+		st = CELL_CALL_BUSY;
+		if (*probe)
+			s->probing = false;
+		*probe = false;
+	}
+	if (st == CELL_CALL_OK)
+		s->in_flight++;
+	else
+		s->counters[CELL_STAT_BREAKER_REJECTIONS]++;
+	cell_unlock();
+	return st;
+}
+
+/*
+ * End an admitted call: outcome 1 reached the store (whatever it answered)
+ * and closes the breaker, 0 failed and counts towards opening it (a failed
+ * probe opens it again at once), -1 was cancelled here and counts nothing.
+ */
+void
+cell_breaker_leave(int outcome, bool probe, double elapsed_ms)
+{
+	bool		reachable = outcome > 0;
+
+	CellBreakerSlot *s;
+	bool		opened = false;
+	bool		closed = false;
+
+	cell_lock();
+	s = cell_slot();
+	if (s->in_flight > 0)
+		s->in_flight--;
+	if (probe)
+		s->probing = false;
+	if (outcome < 0)
+	{
+		/* cancelled by the caller: says nothing about the store */
+	}
+	else if (reachable)
+	{
+		closed = s->open_until != 0;
+		s->consecutive_failures = 0;
+		s->open_until = 0;
+		s->latency_sum_ms += elapsed_ms;
+		s->latency_n++;
+		if (elapsed_ms > s->latency_max_ms)
+			s->latency_max_ms = elapsed_ms;
+	}
+	else
+	{
+		s->consecutive_failures++;
+		if (probe || (s->open_until == 0 && s->consecutive_failures >= cell_breaker_threshold))
+		{
+			opened = s->open_until == 0;
+			s->open_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														cell_breaker_cooldown_ms);
+		}
+	}
+	cell_unlock();
+
+	if (opened)
+		ereport(LOG,
+				(errmsg("claims_cell: circuit breaker opened after %d failed calls to the claims store; calls fail at once for %d ms",
+						cell_breaker_threshold, cell_breaker_cooldown_ms)));
+	if (closed)
+		ereport(LOG, (errmsg("claims_cell: circuit breaker closed: the claims store answered again")));
+}
+
+/* Count one event. */
+void
+cell_stats_count(CellStat stat)
+{
+	CellBreakerSlot *s;
+
+	cell_lock();
+	s = cell_slot();
+	s->counters[stat]++;
+	cell_unlock();
+}
+
+/* Copy this database's counters and breaker state. */
+void
+cell_stats_read(CellStatsSnapshot *snap)
+{
+	CellBreakerSlot *s;
+	TimestampTz now = GetCurrentTimestamp();
+
+	cell_lock();
+	s = cell_slot();
+	snap->shared = cell_shared != NULL;
+	memcpy(snap->counters, s->counters, sizeof(snap->counters));
+	if (s->open_until == 0)
+		snap->breaker_state = "closed";
+	else if (now < s->open_until && !s->probing)
+		snap->breaker_state = "open";
+	else
+		snap->breaker_state = "half-open";
+	snap->in_flight = s->in_flight;
+	snap->latency_sum_ms = s->latency_sum_ms;
+	snap->latency_n = s->latency_n;
+	snap->latency_max_ms = s->latency_max_ms;
+	cell_unlock();
+}

@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * claims_cell.c
+ *	  Module entry: settings, transaction callbacks and, when preloaded,
+ *	  the shared-memory circuit breaker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+int			cell_call_timeout_ms = 300;
+int			cell_max_concurrent_calls = 40;
+int			cell_breaker_threshold = 5;
+int			cell_breaker_cooldown_ms = 5000;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+/* Ask for the breaker's shared memory (PG15 shmem_request_hook). */
+static void
+cell_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	cell_breaker_shmem_request();
+}
+
+/* Attach the breaker's shared memory. */
+static void
+cell_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	cell_breaker_shmem_startup();
+}
+
+/*
+ * Define the settings, register the transaction callbacks and, only when
+ * loaded through shared_preload_libraries, the shared memory.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("claims_cell.call_timeout",
+							"Deadline of one call to the claims store, connecting included.",
+							NULL,
+							&cell_call_timeout_ms,
+							300, 10, 60000,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.max_concurrent_calls",
+							"Most calls to the claims store in flight at once in one database.",
+							"More fail at once with SQLSTATE 08006.",
+							&cell_max_concurrent_calls,
+							40, 1, 10000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.breaker_threshold",
+							"Consecutive failed calls to the claims store that open the circuit breaker.",
+							NULL,
+							&cell_breaker_threshold,
+							5, 1, 1000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.breaker_cooldown",
+							"Time an open circuit breaker fails calls at once before it probes the store again.",
+							NULL,
+							&cell_breaker_cooldown_ms,
+							5000, 10, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	RegisterXactCallback(cell_xact_callback, NULL);
+	RegisterSubXactCallback(cell_subxact_callback, NULL);
+	cell_conn_init();
+
+	MarkGUCPrefixReserved("claims_cell");
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = cell_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = cell_shmem_startup;
+}

@@ -1,0 +1,135 @@
+/*-------------------------------------------------------------------------
+ *
+ * claims_cell.h
+ *	  Shared declarations of the claims_cell extension: the cell side of
+ *	  the claims store (collect changes of claimed columns, take one lease
+ *	  at COMMIT, finish it after the local commit).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CLAIMS_CELL_H
+#define CLAIMS_CELL_H
+
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+/* Longest value the store accepts, in characters. */
+#define CELL_MAX_VALUE_CHARS	1024
+/* Longest source id the store accepts, in bytes. */
+#define CELL_MAX_SOURCE_ID		128
+
+/* GUCs (claims_cell.c) */
+extern int	cell_call_timeout_ms;
+extern int	cell_max_concurrent_calls;
+extern int	cell_breaker_threshold;
+extern int	cell_breaker_cooldown_ms;
+
+/* One change of a claimed value, recorded by the row trigger (collect.c). */
+typedef struct CellChange
+{
+	bool		create;			/* create (new value) or destroy (old value) */
+	int			level;			/* transaction nesting level that made it */
+	Oid			relid;			/* table and column, for messages */
+	char	   *column;
+	char	   *bucket_type;
+	char	   *value;
+	char	   *subject_type;
+	int64		subject_id;
+	char	   *source_type;
+	char	   *source_id;
+	int			source_len;
+} CellChange;
+
+/* collect.c */
+extern List *cell_pending_changes(void);
+extern bool cell_has_pending(void);
+extern void cell_forget_changes(void);
+extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								  SubTransactionId parentSubid, void *arg);
+extern bool cell_value_is_blank(const char *s);
+extern bool cell_is_canonical_int64(const char *s);
+
+/* xact.c */
+extern void cell_xact_callback(XactEvent event, void *arg);
+
+/* fdw.c */
+extern Oid	cell_server_oid(const char *server_name, bool missing_ok);
+extern void cell_conn_options(Oid serverid, Oid userid, List **keywords, List **values);
+
+/* connection.c: calls to the store with a deadline */
+typedef enum CellCallStatus
+{
+	CELL_CALL_OK,				/* the store answered with rows */
+	CELL_CALL_REMOTE_ERROR,		/* the store answered with an error */
+	CELL_CALL_UNREACHABLE,		/* connection failed or was lost */
+	CELL_CALL_TIMEOUT,			/* the deadline passed */
+	CELL_CALL_BREAKER_OPEN,		/* failing fast: the store is down */
+	CELL_CALL_BUSY				/* too many concurrent calls */
+} CellCallStatus;
+
+typedef struct CellCallResult
+{
+	CellCallStatus status;
+	char	   *value;			/* first column of the first row, or NULL */
+	char		sqlstate[6];	/* remote error */
+	char	   *message;		/* remote error, or what went wrong locally */
+	char	   *detail;
+	char	   *hint;
+	int			tries;
+	bool		sent;			/* a request may have reached the store */
+} CellCallResult;
+
+extern void cell_conn_prepare(Oid serverid);
+extern void cell_call(const char *function, int nparams, const char *const *params,
+					  bool interruptible, CellCallResult *result);
+extern const char *cell_store_schema(void);
+extern void cell_conn_init(void);
+extern char *cell_server_label(void);
+extern void cell_raise_unreachable(const CellCallResult *r) pg_attribute_noreturn();
+extern void cell_raise_remote(const CellCallResult *r, const char *what) pg_attribute_noreturn();
+
+/* breaker.c: circuit breaker and statistics, shared or per backend */
+typedef enum CellStat
+{
+	CELL_STAT_CALLS,
+	CELL_STAT_BEGIN_UPDATES,
+	CELL_STAT_COMMITS,
+	CELL_STAT_ROLLBACKS,
+	CELL_STAT_CONFLICTS_PERMANENT,
+	CELL_STAT_CONFLICTS_TEMPORARY,
+	CELL_STAT_REFUSALS,
+	CELL_STAT_FAILURES,
+	CELL_STAT_TIMEOUTS,
+	CELL_STAT_BREAKER_REJECTIONS,
+	CELL_STAT_COUNT
+} CellStat;
+
+typedef struct CellStatsSnapshot
+{
+	bool		shared;
+	uint64		counters[CELL_STAT_COUNT];
+	const char *breaker_state;
+	int			in_flight;
+	double		latency_sum_ms;
+	uint64		latency_n;
+	double		latency_max_ms;
+} CellStatsSnapshot;
+
+extern void cell_breaker_shmem_request(void);
+extern void cell_breaker_shmem_startup(void);
+extern CellCallStatus cell_breaker_enter(bool *probe);
+extern void cell_breaker_leave(int outcome, bool probe, double elapsed_ms);
+extern void cell_stats_count(CellStat stat);
+extern void cell_stats_read(CellStatsSnapshot *snap);
+extern bool cell_breaker_is_shared(void);
+
+/* uuid7.c (shared with the store) */
+extern void claims_uuid7_fill(pg_uuid_t *out, int n);
+
+#endif							/* CLAIMS_CELL_H */

@@ -1,0 +1,457 @@
+/*-------------------------------------------------------------------------
+ *
+ * columns.c
+ *	  configure, claim_column, set_claiming and unclaim_column: the
+ *	  declarations of what this cell claims, and their triggers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "access/table.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "parser/parse_type.h"
+#include "utils/builtins.h"
+#include "utils/formatting.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(claims_cell_configure);
+PG_FUNCTION_INFO_V1(claims_cell_claim_column);
+PG_FUNCTION_INFO_V1(claims_cell_set_claiming);
+PG_FUNCTION_INFO_V1(claims_cell_unclaim_column);
+
+#define CELL_TRIGGER_PREFIX "claims_cell_"
+
+/* Raise 22004 for a NULL argument. */
+static void
+cell_require_args(FunctionCallInfo fcinfo, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument %d of %s must not be NULL", i + 1,
+							get_func_name(fcinfo->flinfo->fn_oid))));
+}
+
+/* Run one statement through SPI or fail. */
+static void
+cell_spi(const char *sql, int nargs, Oid *types, Datum *values, int expected)
+{
+	int			ret = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+
+	if (ret != expected)
+		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql, SPI_result_code_string(ret));
+}
+
+/*
+ * claims_cell.configure(server_name name, cell_id bigint): the store's
+ * server (of the claims_cell_store wrapper) and this cell's id.
+ */
+Datum
+claims_cell_configure(PG_FUNCTION_ARGS)
+{
+	char	   *server;
+	int64		cell_id;
+	Oid			types[2] = {NAMEOID, INT8OID};
+	Datum		values[2];
+
+	cell_require_args(fcinfo, 2);
+	server = NameStr(*PG_GETARG_NAME(0));
+	cell_id = PG_GETARG_INT64(1);
+	if (cell_id <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cell_id must be greater than 0, not " INT64_FORMAT, cell_id)));
+	(void) cell_server_oid(server, false);
+
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = Int64GetDatum(cell_id);
+	SPI_connect();
+	cell_spi("INSERT INTO claims_cell.configuration (server_name, cell_id) VALUES ($1, $2)"
+			 " ON CONFLICT (singleton) DO UPDATE SET server_name = excluded.server_name,"
+			 " cell_id = excluded.cell_id, updated_at = now()",
+			 2, types, values, SPI_OK_INSERT);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* Attribute number of a column of a table, or 42703. */
+static AttrNumber
+cell_column(Relation rel, const char *column)
+{
+	AttrNumber	attnum = SPI_fnumber(RelationGetDescr(rel), column);
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						column, RelationGetRelationName(rel))));
+	return attnum;
+}
+
+/* Whether a type is an integer type. */
+static bool
+cell_is_integer_type(Oid typid)
+{
+	return typid == INT2OID || typid == INT4OID || typid == INT8OID;
+}
+
+/* Whether a type can hold a claimed value: integers and strings. */
+static bool
+cell_is_value_type(Oid typid)
+{
+	char		category;
+	bool		preferred;
+
+	if (cell_is_integer_type(typid))
+		return true;
+	get_type_category_preferred(getBaseType(typid), &category, &preferred);
+	return category == TYPCATEGORY_STRING;
+}
+
+/* The one column of the table's primary key, which becomes the source id. */
+static AttrNumber
+cell_source_column(Relation rel)
+{
+	Oid			pk = RelationGetPrimaryKeyIndex(rel);
+	HeapTuple	tup;
+	Form_pg_index idx;
+	AttrNumber	attnum;
+	Oid			typid;
+
+	if (!OidIsValid(pk))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
+				 errdetail("The primary key of a row is its source id at the claims store.")));
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pk));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", pk);
+	idx = (Form_pg_index) GETSTRUCT(tup);
+	if (idx->indnkeyatts != 1 || idx->indkey.values[0] == 0)
+	{
+		ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("primary key of table \"%s\" has more than one column",
+						RelationGetRelationName(rel)),
+				 errdetail("The source id at the claims store is one column: an integer, a uuid or a text.")));
+	}
+	attnum = idx->indkey.values[0];
+	ReleaseSysCache(tup);
+	typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+	if (!cell_is_integer_type(typid) && typid != UUIDOID && typid != TEXTOID && typid != VARCHAROID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("primary key of table \"%s\" has type %s, which cannot be a source id",
+						RelationGetRelationName(rel), format_type_be(typid)),
+				 errdetail("The source id at the claims store is an integer, a uuid or a text.")));
+	return attnum;
+}
+
+/* The trigger of a claimed column. */
+static char *
+cell_trigger_name(const char *column)
+{
+	if (strlen(CELL_TRIGGER_PREFIX) + strlen(column) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("column name \"%s\" is too long to be claimed", column),
+				 errdetail("Its trigger is named \"%s\" followed by the column name.",
+						   CELL_TRIGGER_PREFIX)));
+	return psprintf("%s%s", CELL_TRIGGER_PREFIX, column);
+}
+
+/* The configured server, or 55000. */
+static Oid
+cell_configured_server(void)
+{
+	int			ret = SPI_execute("SELECT server_name::text FROM claims_cell.configuration", true, 1);
+
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: reading the configuration failed");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("claims_cell is not configured"),
+				 errhint("Call claims_cell.configure(server_name, cell_id) first.")));
+	return cell_server_oid(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
+}
+
+/* Raise 22023 for a type name the store's registry does not know. */
+static void
+cell_unknown_type(const char *kind, const char *name, const char *registry)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown %s type \"%s\"", kind, name),
+			 errdetail("The claims store at %s has no %s type of that name.",
+					   cell_server_label(), kind),
+			 errhint("The store's table %s lists the registered names.", registry)));
+}
+
+/*
+ * Ask the store's registries for the canonical names of the three types
+ * and whether the bucket type is integer-valued.
+ */
+static void
+cell_resolve_types(const char *bucket, const char *subject, const char *source,
+				   char **bucket_out, bool *integer_valued, char **subject_out,
+				   char **source_out)
+{
+	CellCallResult r;
+	const char *params[3] = {bucket, subject, source};
+	char	   *fields[3];
+	char	   *p;
+
+	cell_call("SELECT pg_catalog.concat_ws(E'\\t',"
+			  " coalesce((SELECT b.name || ':' || b.integer_valued FROM %s.claim_bucket_types b"
+			  "   WHERE b.name = $1 OR $1 = ANY (b.aliases)), '-'),"
+			  " coalesce((SELECT t.name FROM %s.claim_subject_types t"
+			  "   WHERE t.name = $2 OR $2 = ANY (t.aliases)), '-'),"
+			  " coalesce((SELECT t.name FROM %s.claim_source_types t"
+			  "   WHERE t.name = $3 OR $3 = ANY (t.aliases)), '-'))",
+			  3, params, true, &r);
+	if (r.status == CELL_CALL_REMOTE_ERROR)
+		cell_raise_remote(&r, "could not read the registries of the claims store");
+	if (r.status != CELL_CALL_OK)
+		cell_raise_unreachable(&r);
+	p = r.value;
+	for (int i = 0; i < 3; i++)
+	{
+		fields[i] = p;
+		p = p ? strchr(p, '\t') : NULL;
+		if (p)
+			*p++ = '\0';
+	}
+	if (fields[0] == NULL || strcmp(fields[0], "-") == 0)
+		cell_unknown_type("bucket", bucket, "claim_bucket_types");
+	if (fields[1] == NULL || strcmp(fields[1], "-") == 0)
+		cell_unknown_type("subject", subject, "claim_subject_types");
+	if (fields[2] == NULL || strcmp(fields[2], "-") == 0)
+		cell_unknown_type("source", source, "claim_source_types");
+	p = strrchr(fields[0], ':');
+	*integer_valued = p && strcmp(p + 1, "true") == 0;
+	if (p)
+		*p = '\0';
+	*bucket_out = fields[0];
+	*subject_out = fields[1];
+	*source_out = fields[2];
+}
+
+/*
+ * claims_cell.claim_column(table, column, bucket_type, subject_type,
+ * subject_column, source_type): check the declaration here and against the
+ * store's registries, record it and install the triggers.
+ */
+Datum
+claims_cell_claim_column(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *column;
+	char	   *bucket;
+	char	   *subject;
+	char	   *subject_column;
+	char	   *source;
+	Relation	rel;
+	AttrNumber	attnum;
+	AttrNumber	subject_attnum;
+	AttrNumber	source_attnum;
+	char	   *source_column;
+	char	   *qualified;
+	char	   *bucket_name;
+	char	   *subject_name;
+	char	   *source_name;
+	bool		integer_valued;
+	bool		first_column;
+	Oid			types[8] = {REGCLASSOID, NAMEOID, TEXTOID, TEXTOID, NAMEOID, TEXTOID, NAMEOID};
+	Datum		values[8];
+	StringInfoData sql;
+
+	cell_require_args(fcinfo, 5);
+	relid = PG_GETARG_OID(0);
+	column = NameStr(*PG_GETARG_NAME(1));
+	bucket = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	subject = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	subject_column = NameStr(*PG_GETARG_NAME(4));
+
+	rel = table_open(relid, ShareRowExclusiveLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel)),
+				 errdetail("Only the columns of plain tables can be claimed.")));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot claim a column of temporary table \"%s\"", RelationGetRelationName(rel))));
+	if (PG_ARGISNULL(5))
+	{
+		char	   *upper = asc_toupper(RelationGetRelationName(rel), strlen(RelationGetRelationName(rel)));
+
+		source = psprintf("RAILS_TABLE_%s", upper);
+	}
+	else
+		source = text_to_cstring(PG_GETARG_TEXT_PP(5));
+
+	attnum = cell_column(rel, column);
+	if (!cell_is_value_type(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of table \"%s\" has type %s, which cannot be claimed",
+						column, RelationGetRelationName(rel),
+						format_type_be(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid)),
+				 errdetail("Claimed columns are of a string or an integer type.")));
+	subject_attnum = cell_column(rel, subject_column);
+	if (!cell_is_integer_type(TupleDescAttr(RelationGetDescr(rel), subject_attnum - 1)->atttypid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("subject column \"%s\" of table \"%s\" is not an integer column",
+						subject_column, RelationGetRelationName(rel)),
+				 errdetail("The subject id at the claims store is a 64-bit integer.")));
+	source_attnum = cell_source_column(rel);
+	source_column = pstrdup(NameStr(TupleDescAttr(RelationGetDescr(rel), source_attnum - 1)->attname));
+	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+										   RelationGetRelationName(rel));
+
+	SPI_connect();
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = PG_GETARG_DATUM(1);
+	cell_spi("SELECT 1 FROM claims_cell.claimed_columns WHERE table_name = $1 AND column_name = $2",
+			 2, types, values, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("column \"%s\" of table \"%s\" is already claimed",
+						column, RelationGetRelationName(rel)),
+				 errhint("Use claims_cell.set_claiming to pause or resume it, claims_cell.unclaim_column to stop.")));
+	cell_spi("SELECT 1 FROM claims_cell.claimed_columns WHERE table_name = $1",
+			 1, types, values, SPI_OK_SELECT);
+	first_column = SPI_processed == 0;
+
+	cell_conn_prepare(cell_configured_server());
+	cell_resolve_types(bucket, subject, source, &bucket_name, &integer_valued,
+					   &subject_name, &source_name);
+
+	values[2] = CStringGetTextDatum(bucket_name);
+	values[3] = CStringGetTextDatum(subject_name);
+	values[4] = PG_GETARG_DATUM(4);
+	values[5] = CStringGetTextDatum(source_name);
+	values[6] = DirectFunctionCall1(namein, CStringGetDatum(source_column));
+	cell_spi("INSERT INTO claims_cell.claimed_columns (table_name, column_name, bucket_type,"
+			 " subject_type, subject_column, source_type, source_column)"
+			 " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			 7, types, values, SPI_OK_INSERT);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW"
+					 " EXECUTE FUNCTION claims_cell.collect(%s, %s, %s, %s, %s, %s, %s)",
+					 quote_identifier(cell_trigger_name(column)), qualified,
+					 quote_literal_cstr(column), quote_literal_cstr(bucket_name),
+					 quote_literal_cstr(subject_name), quote_literal_cstr(subject_column),
+					 quote_literal_cstr(source_name), quote_literal_cstr(source_column),
+					 integer_valued ? "'t'" : "'f'");
+	cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
+	if (first_column)
+	{
+		resetStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "CREATE TRIGGER claims_cell_truncate BEFORE TRUNCATE ON %s"
+						 " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.refuse_truncate()",
+						 qualified);
+		cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
+	}
+	SPI_finish();
+	table_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/* Update or delete the declaration of a claimed column, or 42704. */
+static void
+cell_find_claimed(Oid relid, Datum column, const char *sql, int nargs, Datum extra)
+{
+	Oid			types[3] = {REGCLASSOID, NAMEOID, BOOLOID};
+	Datum		values[3] = {ObjectIdGetDatum(relid), column, extra};
+	int			ret = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+
+	if (ret < 0)
+		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql, SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("column \"%s\" of table \"%s\" is not claimed",
+						NameStr(*DatumGetName(column)), get_rel_name(relid))));
+}
+
+/*
+ * claims_cell.set_claiming(table, column, enabled): pause or resume a
+ * claimed column (its trigger is disabled or enabled).
+ */
+Datum
+claims_cell_set_claiming(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *column;
+	bool		enabled;
+	char	   *sql;
+
+	cell_require_args(fcinfo, 3);
+	relid = PG_GETARG_OID(0);
+	column = NameStr(*PG_GETARG_NAME(1));
+	enabled = PG_GETARG_BOOL(2);
+	SPI_connect();
+	cell_find_claimed(relid, PG_GETARG_DATUM(1),
+					  "UPDATE claims_cell.claimed_columns SET enabled = $3, updated_at = now()"
+					  " WHERE table_name = $1 AND column_name = $2", 3, BoolGetDatum(enabled));
+	sql = psprintf("ALTER TABLE %s %s TRIGGER %s",
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+											  get_rel_name(relid)),
+				   enabled ? "ENABLE" : "DISABLE",
+				   quote_identifier(cell_trigger_name(column)));
+	cell_spi(sql, 0, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * claims_cell.unclaim_column(table, column): stop claiming a column; its
+ * values stay claimed at the store.
+ */
+Datum
+claims_cell_unclaim_column(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *column;
+	char	   *qualified;
+	Oid			types[1] = {REGCLASSOID};
+	Datum		values[1];
+
+	cell_require_args(fcinfo, 2);
+	relid = PG_GETARG_OID(0);
+	column = NameStr(*PG_GETARG_NAME(1));
+	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+										   get_rel_name(relid));
+	SPI_connect();
+	cell_find_claimed(relid, PG_GETARG_DATUM(1),
+					  "DELETE FROM claims_cell.claimed_columns"
+					  " WHERE table_name = $1 AND column_name = $2", 2, (Datum) 0);
+	cell_spi(psprintf("DROP TRIGGER IF EXISTS %s ON %s",
+					  quote_identifier(cell_trigger_name(column)), qualified),
+			 0, NULL, NULL, SPI_OK_UTILITY);
+	values[0] = ObjectIdGetDatum(relid);
+	cell_spi("SELECT 1 FROM claims_cell.claimed_columns WHERE table_name = $1",
+			 1, types, values, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_truncate ON %s", qualified),
+				 0, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  claims_cell.stats(): calls to the store, their outcomes, the circuit
+ *	  breaker and the latency, behind the view claims_cell.stats.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(claims_cell_stats);
+
+/* One row: this database's counters (or this backend's without preload). */
+Datum
+claims_cell_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	CellStatsSnapshot s;
+	int			i = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	cell_stats_read(&s);
+	values[i++] = CStringGetTextDatum(s.shared ? "database" : "backend");
+	for (int k = 0; k < CELL_STAT_COUNT; k++)
+		values[i++] = Int64GetDatum((int64) s.counters[k]);
+	values[i++] = CStringGetTextDatum(s.breaker_state);
+	values[i++] = Int32GetDatum(s.in_flight);
+	if (s.latency_n > 0)
+		values[i] = Float8GetDatum(s.latency_sum_ms / s.latency_n);
+	else
+		nulls[i] = true;
+	i++;
+	if (s.latency_n > 0)
+		values[i] = Float8GetDatum(s.latency_max_ms);
+	else
+		nulls[i] = true;
+	i++;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

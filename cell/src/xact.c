@@ -1,0 +1,548 @@
+/*-------------------------------------------------------------------------
+ *
+ * xact.c
+ *	  The lease protocol, driven by the transaction callbacks.
+ *
+ * PRE_COMMIT (after every deferred check): fold the transaction's changes
+ * into creates and destroys, send one claims_begin_update with a lease
+ * uuid chosen here (a retry after a timeout gets the same lease), map a
+ * refusal to a local error, and insert the lease row into
+ * claims_cell.outstanding_leases in the same transaction. COMMIT: commit
+ * the lease at the store; ABORT: roll it back. Neither may raise (an
+ * error after the commit record would PANIC): failures become WARNINGs
+ * and the lease row stays for recovery. The rows of committed leases are
+ * deleted by the backend's next transaction that claims or writes.
+ * PRE_PREPARE refuses a transaction with claims.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "common/base64.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+/* One claimed value after folding the transaction's changes. */
+typedef struct CellNet
+{
+	char	   *key;			/* "TYPE=value" */
+	bool		existed;		/* the first change destroyed it */
+	CellChange *last;			/* the last change */
+} CellNet;
+
+/* Values folded under one hash (collisions chain). */
+typedef struct CellFoldEntry
+{
+	uint64		hash;
+	List	   *chain;
+} CellFoldEntry;
+
+/* The lease of the current transaction. */
+static bool cell_lease_sent = false;	/* a lease may exist at the store */
+static bool cell_lease_taken = false;	/* the store confirmed it */
+static char cell_lease[UUID_LEN * 2 + 5];
+static int64 cell_lease_cell_id = 0;
+
+/* Committed leases whose local rows are still to delete (TopMemoryContext). */
+static List *cell_done_leases = NIL;
+static int	cell_done_flushing = 0;
+
+/* Owner of the extension's schema, who may read and write its tables. */
+static Oid
+cell_owner(bool missing_ok)
+{
+	Oid			nsp = get_namespace_oid("claims_cell", true);
+	HeapTuple	tup;
+	Oid			owner;
+
+	if (!OidIsValid(nsp))
+	{
+		if (missing_ok)
+			return InvalidOid;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				 errmsg("schema \"claims_cell\" does not exist")));
+	}
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* "{TYPE=value}", the store's label of a value. */
+static char *
+cell_label(const CellChange *c)
+{
+	return psprintf("{%s=%s}", c->bucket_type, c->value);
+}
+
+/*
+ * Fold the changes: per value, whether it existed before the transaction
+ * (its first change destroyed it) and its last change. Order of first
+ * appearance is kept.
+ */
+static List *
+cell_fold(List *changes)
+{
+	HASHCTL		ctl;
+	HTAB	   *h;
+	List	   *nets = NIL;
+	ListCell   *lc;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(CellFoldEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	h = hash_create("claims_cell fold", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	foreach(lc, changes)
+	{
+		CellChange *c = lfirst(lc);
+		char	   *key = psprintf("%s=%s", c->bucket_type, c->value);
+		uint64		hash = hash_bytes_extended((const unsigned char *) key, strlen(key), 0);
+		bool		found;
+		CellFoldEntry *entry = hash_search(h, &hash, HASH_ENTER, &found);
+		CellNet    *net = NULL;
+		ListCell   *lc2;
+
+		if (!found)
+			entry->chain = NIL;
+		foreach(lc2, entry->chain)
+		{
+			CellNet    *n = lfirst(lc2);
+
+			if (strcmp(n->key, key) == 0)
+				net = n;
+		}
+		if (net == NULL)
+		{
+			net = palloc0(sizeof(CellNet));
+			net->key = key;
+			net->existed = !c->create;
+			nets = lappend(nets, net);
+			entry->chain = lappend(entry->chain, net);
+		}
+		net->last = c;
+	}
+	hash_destroy(h);
+	return nets;
+}
+
+/* Append a JSON string. */
+static void
+cell_json_str(StringInfo buf, const char *s)
+{
+	escape_json(buf, s);
+}
+
+/* Append {"bucket": {"type": ..., "value": ...}} fields of a change. */
+static void
+cell_json_bucket(StringInfo buf, const CellChange *c)
+{
+	appendStringInfoString(buf, "{\"bucket\": {\"type\": ");
+	cell_json_str(buf, c->bucket_type);
+	appendStringInfoString(buf, ", \"value\": ");
+	cell_json_str(buf, c->value);
+	appendStringInfoChar(buf, '}');
+}
+
+/* The claims_begin_update request of the folded changes; counts them. */
+static char *
+cell_request(List *nets, int64 cell_id, const char *lease, int *ncreates, int *ndestroys)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	bool		first;
+
+	*ncreates = *ndestroys = 0;
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"cell_id\": %lld, \"lease_uuid\": \"%s\", \"create_records\": [",
+					 (long long) cell_id, lease);
+	first = true;
+	foreach(lc, nets)
+	{
+		CellNet    *n = lfirst(lc);
+		CellChange *c = n->last;
+		int			enclen;
+		char	   *enc;
+
+		if (!c->create)
+			continue;
+		if (!first)
+			appendStringInfoString(&buf, ", ");
+		first = false;
+		(*ncreates)++;
+		cell_json_bucket(&buf, c);
+		appendStringInfoString(&buf, ", \"subject\": {\"type\": ");
+		cell_json_str(&buf, c->subject_type);
+		appendStringInfo(&buf, ", \"id\": \"%lld\"}, \"source\": {\"type\": ",
+						 (long long) c->subject_id);
+		cell_json_str(&buf, c->source_type);
+		enclen = pg_b64_enc_len(c->source_len);
+		enc = palloc(enclen + 1);
+		enclen = pg_b64_encode(c->source_id, c->source_len, enc, enclen);
+		enc[Max(enclen, 0)] = '\0';
+		appendStringInfo(&buf, ", \"rails_primary_key_id\": \"%s\"}}", enc);
+	}
+	appendStringInfoString(&buf, "], \"destroy_records\": [");
+	first = true;
+	foreach(lc, nets)
+	{
+		CellNet    *n = lfirst(lc);
+
+		if (!n->existed)
+			continue;
+		if (!first)
+			appendStringInfoString(&buf, ", ");
+		first = false;
+		(*ndestroys)++;
+		cell_json_bucket(&buf, n->last);
+		appendStringInfoChar(&buf, '}');
+	}
+	appendStringInfoString(&buf, "]}");
+	return buf.data;
+}
+
+/* The change behind the store's label of a value, or NULL. */
+static CellChange *
+cell_find_label(List *nets, const char *label)
+{
+	ListCell   *lc;
+
+	foreach(lc, nets)
+	{
+		CellNet    *n = lfirst(lc);
+
+		if (strcmp(cell_label(n->last), label) == 0)
+			return n->last;
+	}
+	return NULL;
+}
+
+/*
+ * Raise the local error for a begin_update the store refused: a conflict
+ * names the table, column and value as a unique constraint would.
+ */
+static void
+cell_raise_refusal(List *nets, const CellCallResult *r, int64 cell_id)
+{
+	const char *s = r->sqlstate;
+	bool		permanent = strcmp(s, "23505") == 0;
+	bool		temporary = strcmp(s, "55P03") == 0;
+
+	if (permanent || temporary)
+	{
+		const char *suffix = permanent ? " is already claimed" : " is under another lease";
+		int			mlen = strlen(r->message);
+		int			slen = strlen(suffix);
+		CellChange *c = NULL;
+
+		cell_stats_count(permanent ? CELL_STAT_CONFLICTS_PERMANENT : CELL_STAT_CONFLICTS_TEMPORARY);
+		if (mlen > slen && strcmp(r->message + mlen - slen, suffix) == 0)
+		{
+			char	   *label = pnstrdup(r->message, mlen - slen);
+
+			c = cell_find_label(nets, label);
+		}
+		if (c != NULL)
+		{
+			char	   *table = get_rel_name(c->relid);
+			char	   *schema = get_namespace_name(get_rel_namespace(c->relid));
+
+			if (permanent)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNIQUE_VIOLATION),
+						 errmsg("value \"%s\" of column \"%s\" of table \"%s\" is already claimed by another cell",
+								c->value, c->column, table),
+						 errdetail("Key (%s)=(%s) already exists in another cell: the claims store holds %s.",
+								   c->column, c->value, cell_label(c)),
+						 err_generic_string(PG_DIAG_SCHEMA_NAME, schema),
+						 err_generic_string(PG_DIAG_TABLE_NAME, table),
+						 err_generic_string(PG_DIAG_COLUMN_NAME, c->column)));
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("value \"%s\" of column \"%s\" of table \"%s\" is under another lease at the claims store",
+							c->value, c->column, table),
+					 errdetail("Key (%s)=(%s) is being claimed or released by another transaction: %s.",
+							   c->column, c->value, r->detail ? r->detail : cell_label(c)),
+					 errhint("Nothing was claimed; try again later."),
+					 err_generic_string(PG_DIAG_SCHEMA_NAME, schema),
+					 err_generic_string(PG_DIAG_TABLE_NAME, table),
+					 err_generic_string(PG_DIAG_COLUMN_NAME, c->column)));
+		}
+	}
+	cell_stats_count(CELL_STAT_REFUSALS);
+	if (strcmp(s, "42501") == 0 && strncmp(r->message, "cannot destroy", 14) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the claims store refused to act for cell %lld: %s",
+						(long long) cell_id, r->message),
+				 errhint("The user mapping of the claims store server must log in as the role registered for this cell (claims_register_cell at the store).")));
+	cell_raise_remote(r, "the claims store refused the claims of this transaction");
+}
+
+/* Delete the rows of leases committed by earlier transactions. */
+static void
+cell_flush_done_leases(void)
+{
+	StringInfoData arr;
+	ListCell   *lc;
+	Datum		arg;
+	Oid			argtype = TEXTOID;
+	int			ret;
+
+	if (cell_done_leases == NIL)
+		return;
+	initStringInfo(&arr);
+	appendStringInfoChar(&arr, '{');
+	foreach(lc, cell_done_leases)
+		appendStringInfo(&arr, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
+						 (char *) lfirst(lc));
+	appendStringInfoChar(&arr, '}');
+	arg = CStringGetTextDatum(arr.data);
+	ret = SPI_execute_with_args("DELETE FROM claims_cell.outstanding_leases"
+								" WHERE uuid = ANY ($1::text::uuid[])",
+								1, &argtype, &arg, NULL, false, 0);
+	if (ret != SPI_OK_DELETE)
+		elog(ERROR, "claims_cell: deleting finished leases failed: %s", SPI_result_code_string(ret));
+	cell_done_flushing = list_length(cell_done_leases);
+}
+
+/*
+ * PRE_COMMIT: take the transaction's lease at the store, then record it
+ * locally. Raises (and so aborts the commit) when the store refuses.
+ */
+static void
+cell_pre_commit(void)
+{
+	bool		claims = cell_has_pending();
+	bool		flush = cell_done_leases != NIL &&
+		TransactionIdIsValid(GetTopTransactionIdIfAny());
+	Oid			owner;
+	Oid			save_user;
+	int			save_sec;
+	List	   *nets;
+	char	   *server_name;
+	int64		cell_id;
+	bool		isnull;
+	int			ret;
+	pg_uuid_t	lease;
+	char	   *request;
+	int			ncreates,
+				ndestroys;
+	CellCallResult r;
+	const char *params[1];
+
+	if (!claims && !flush)
+		return;
+	owner = cell_owner(true);
+	if (!OidIsValid(owner))
+	{
+		/* the extension is gone: nothing to claim any more */
+		cell_forget_changes();
+		return;
+	}
+	nets = claims ? cell_fold(cell_pending_changes()) : NIL;
+
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SPI_connect();
+	/* no statement is running at PRE_COMMIT: SPI needs a snapshot */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (flush)
+		cell_flush_done_leases();
+	if (nets == NIL)
+	{
+		SetUserIdAndSecContext(save_user, save_sec);
+		PopActiveSnapshot();
+		SPI_finish();
+		return;
+	}
+	ret = SPI_execute("SELECT server_name::text, cell_id FROM claims_cell.configuration", true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: reading the configuration failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("claims_cell is not configured"),
+				 errhint("Call claims_cell.configure(server_name, cell_id) first.")));
+	server_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	cell_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	SetUserIdAndSecContext(save_user, save_sec);
+
+	cell_conn_prepare(cell_server_oid(server_name, false));
+	claims_uuid7_fill(&lease, 1);
+	strlcpy(cell_lease, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&lease))),
+			sizeof(cell_lease));
+	request = cell_request(nets, cell_id, cell_lease, &ncreates, &ndestroys);
+	if (ncreates + ndestroys == 0)
+	{
+		PopActiveSnapshot();
+		SPI_finish();
+		return;
+	}
+
+	cell_lease_cell_id = cell_id;
+	cell_lease_sent = true;
+	params[0] = request;
+	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
+	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
+	if (r.status == CELL_CALL_REMOTE_ERROR)
+	{
+		cell_lease_sent = false;	/* a refused request leaves no lease */
+		cell_raise_refusal(nets, &r, cell_id);
+	}
+	if (r.status != CELL_CALL_OK)
+	{
+		/* a lease may exist only if a request left: ABORT rolls it back */
+		cell_lease_sent = r.sent;
+		cell_raise_unreachable(&r);
+	}
+	if (r.value == NULL || strstr(r.value, cell_lease) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store answered with another lease than %s", cell_lease),
+				 errdetail("Answer: %s", r.value ? r.value : "NULL")));
+	cell_lease_taken = true;
+	if (r.tries > 1)
+		ereport(LOG,
+				(errmsg("claims_cell: lease %s taken on the second try", cell_lease)));
+
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	{
+		Datum		arg = UUIDPGetDatum(&lease);
+		Oid			argtype = UUIDOID;
+
+		ret = SPI_execute_with_args("INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
+									1, &argtype, &arg, NULL, false, 0);
+		if (ret != SPI_OK_INSERT)
+			elog(ERROR, "claims_cell: recording lease %s failed: %s", cell_lease,
+				 SPI_result_code_string(ret));
+	}
+	SetUserIdAndSecContext(save_user, save_sec);
+	PopActiveSnapshot();
+	SPI_finish();
+}
+
+/*
+ * After the local commit or abort: commit or roll back the lease at the
+ * store. Never raises: a failure is a WARNING and recovery finishes the
+ * lease later (its local row stays after a commit).
+ */
+static void
+cell_finish_lease(bool commit)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	CellCallResult r;
+	char		cell_id[32];
+	const char *params[2];
+
+	snprintf(cell_id, sizeof(cell_id), "%lld", (long long) cell_lease_cell_id);
+	params[0] = cell_id;
+	params[1] = cell_lease;
+	PG_TRY();
+	{
+		cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
+				  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
+				  2, params, false, &r);
+		if (r.status == CELL_CALL_OK)
+		{
+			cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
+			if (commit)
+			{
+				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+				cell_done_leases = lappend(cell_done_leases, pstrdup(cell_lease));
+				MemoryContextSwitchTo(old);
+			}
+		}
+		else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, "P0002") == 0)
+		{
+			/* the begin never reached the store: nothing to roll back */
+		}
+		else
+			ereport(WARNING,
+					(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
+							commit ? "commit" : "roll back", cell_lease,
+							r.message ? r.message : "unknown failure"),
+					 commit
+					 ? errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it.")
+					 : errdetail("The local transaction rolled back; the lease stays outstanding at the store until recovery rolls it back.")));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
+						commit ? "commit" : "roll back", cell_lease, e->message)));
+		FreeErrorData(e);
+	}
+	PG_END_TRY();
+}
+
+/* Forget the transaction's lease and changes. */
+static void
+cell_reset(void)
+{
+	cell_lease_sent = false;
+	cell_lease_taken = false;
+	cell_lease[0] = '\0';
+	cell_forget_changes();
+}
+
+/* Transaction callback: the protocol's steps at the transaction's ends. */
+void
+cell_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			cell_pre_commit();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (cell_has_pending())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that changed claimed values"),
+						 errdetail("Claims are taken at COMMIT; a prepared transaction cannot take them.")));
+			break;
+		case XACT_EVENT_COMMIT:
+			if (cell_done_flushing > 0)
+			{
+				cell_done_leases = list_delete_first_n(cell_done_leases, cell_done_flushing);
+				cell_done_flushing = 0;
+			}
+			if (cell_lease_taken)
+				cell_finish_lease(true);
+			cell_reset();
+			break;
+		case XACT_EVENT_ABORT:
+			cell_done_flushing = 0;
+			if (cell_lease_sent)
+				cell_finish_lease(false);
+			cell_reset();
+			break;
+		case XACT_EVENT_PREPARE:
+			cell_done_flushing = 0;
+			cell_reset();
+			break;
+		default:
+			break;
+	}
+}
