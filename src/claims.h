@@ -274,5 +274,6 @@ extern char *claims_database;
 extern void claims_worker_define_gucs(void);
 extern void claims_worker_register(void);
 extern PGDLLEXPORT void claims_worker_main(Datum main_arg);
+extern PGDLLEXPORT void claims_worker_cycle_main(Datum main_arg);
 
 #endif							/* CLAIMS_H */

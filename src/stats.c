@@ -286,8 +286,9 @@ claims_stats_reset(PG_FUNCTION_ARGS)
 }
 
 /*
- * Note that the reporter starts (starting = true) or ends a cycle; a flag
- * still set when the next worker starts means its predecessor died in one.
+ * Note that a cycle of the reporter starts (starting = true) or ends; a
+ * flag still set when its worker has exited, or when a new launcher starts,
+ * means that a cycle died.
  */
 void
 claims_stats_worker_cycle(bool starting)

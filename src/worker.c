@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The stale lease reporter: a background worker that reports leases left
- *	  outstanding too long and prunes old lease history.
+ *	  The stale lease reporter: background workers that report leases left
+ *	  outstanding too long and prune old lease history.
  *
- * Every claims.report_interval the worker looks, in the database named by
+ * Every claims.report_interval a cycle looks, in the database named by
  * claims.database, for outstanding leases older than
  * claims.stale_lease_threshold. Per cell it logs one WARNING (again only
  * when the count or the oldest lease changes, or as a reminder every
@@ -13,15 +13,31 @@
  * reconciler can LISTEN. Then it deletes finished leases older than
  * claims.lease_history_retention, a small batch per transaction.
  *
- * The worker reads with plain SELECTs and deletes only finished leases,
+ * As with autoprewarm and the autovacuum launcher, nothing holds on to the
+ * database between cycles. The launcher, registered at server start,
+ * connects to no database and reads only the shared catalog pg_database.
+ * Every interval it checks that claims.database exists and accepts
+ * connections, then starts a cycle worker (a dynamic background worker)
+ * that connects to it, runs one cycle and exits. DROP DATABASE and CREATE
+ * DATABASE ... TEMPLATE therefore wait at most for one short cycle: a cycle
+ * stops between two transactions when such a command waits for the
+ * database, and the launcher starts none while one is under way. While the
+ * database is missing the launcher says so once and starts no cycles; it
+ * says so again when the database is back. What the reporter last logged about each cell
+ * lives in a dynamic shared memory area of the launcher that every cycle
+ * reads and updates, so a new process per cycle does not repeat itself.
+ *
+ * A cycle reads with plain SELECTs and deletes only finished leases,
  * skipping rows somebody holds, under a short lock_timeout and a statement
  * timeout, so it never holds up the API. It waits quietly while the
  * extension is missing from its database, looks the extension up again in
  * every transaction (so DROP and CREATE EXTENSION while it runs are fine),
- * and does nothing while the server is a hot standby. As pg_cron's launcher
- * does, it lets an error end the process and relies on the postmaster to
- * start it again after bgw_restart_time; the next worker then waits one
- * interval before its first cycle, so a persistent error cannot loop fast.
+ * and no cycle runs while the server is a hot standby. An error ends the
+ * cycle worker only; the launcher starts the next cycle one interval later
+ * as usual. If the launcher itself ends, the postmaster starts it again
+ * after bgw_restart_time, with a fresh memory of the cells; when a cycle of
+ * its predecessor did not finish, the new launcher waits one interval
+ * before its first cycle, so a persistent error cannot loop fast.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +50,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
@@ -42,11 +59,15 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/lwlock.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/dsa.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -55,12 +76,14 @@
 #include "utils/timeout.h"
 
 #define CLAIMS_WORKER_NAME			"claims stale lease reporter"
+#define CLAIMS_CYCLE_NAME			"claims stale lease reporter cycle"
 #define CLAIMS_NOTIFY_CHANNEL		"claims_stale_leases"
 #define CLAIMS_PRUNE_BATCH			1000
 #define CLAIMS_PRUNE_MAX_BATCHES	100
 #define CLAIMS_WORKER_LOCK_TIMEOUT	"5s"
 #define CLAIMS_WORKER_STMT_TIMEOUT_MS 60000
 #define CLAIMS_WORKER_MAX_SLEEP_MS	3600000L
+#define CLAIMS_WORKER_AREA_SIZE		(64 * 1024) /* to start with; it grows */
 
 /* Settings (seconds). */
 int			claims_stale_lease_threshold = 600;
@@ -79,9 +102,51 @@ typedef struct ClaimsStaleCell
 	bool		seen;			/* found in the current cycle */
 } ClaimsStaleCell;
 
+/*
+ * What one cycle leaves for the next, at the start of the launcher's
+ * dynamic shared memory segment; a dsa area fills the rest.
+ */
+typedef struct ClaimsReporterState
+{
+	bool		logged_missing; /* said that the extension is missing */
+	int			ncells;
+	dsa_pointer cells;			/* ClaimsStaleCell[ncells] */
+} ClaimsReporterState;
+
+#define CLAIMS_STATE_SIZE	MAXALIGN(sizeof(ClaimsReporterState))
+
+/* What the launcher hands a cycle worker in bgw_extra. */
+typedef struct ClaimsCycleArgs
+{
+	Oid			dboid;
+	int			tranche_id;
+	dsm_handle	segment;
+} ClaimsCycleArgs;
+
+StaticAssertDecl(sizeof(ClaimsCycleArgs) <= BGW_EXTRALEN,
+				 "ClaimsCycleArgs does not fit in bgw_extra");
+
+/* Whether a cycle can run in claims.database, as the launcher last saw. */
+typedef enum ClaimsDatabaseState
+{
+	CLAIMS_DB_AVAILABLE,
+	CLAIMS_DB_MISSING,
+	CLAIMS_DB_NO_CONNECTIONS
+} ClaimsDatabaseState;
+
+/* Cycle worker: the cells as the last cycle left them, while it runs. */
 static HTAB *stale_cells = NULL;
 static bool logged_missing = false;
+
+/* Launcher. */
+static dsm_segment *reporter_segment = NULL;
+static ClaimsReporterState *reporter_state = NULL;
+static dsa_area *reporter_area = NULL;
+static int	reporter_tranche = 0;
+static Oid	reporter_dboid = InvalidOid;	/* the database the state is of */
+static ClaimsDatabaseState database_state = CLAIMS_DB_AVAILABLE;
 static bool logged_standby = false;
+static bool logged_no_slot = false;
 
 /* One row per cell: count, oldest lease, its age and the NOTIFY payload. */
 static const char *const stale_sql =
@@ -146,7 +211,7 @@ claims_worker_define_gucs(void)
 }
 
 /*
- * Define claims.database and register the worker; called from _PG_init
+ * Define claims.database and register the launcher; called from _PG_init
  * only while shared_preload_libraries is being processed.
  */
 void
@@ -155,7 +220,7 @@ claims_worker_register(void)
 	BackgroundWorker worker;
 
 	DefineCustomStringVariable("claims.database",
-							   "Database the stale lease reporter connects to.",
+							   "Database the stale lease reporter works in.",
 							   NULL,
 							   &claims_database,
 							   "postgres",
@@ -173,6 +238,196 @@ claims_worker_register(void)
 	worker.bgw_main_arg = (Datum) 0;
 	worker.bgw_notify_pid = 0;
 	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * Create the launcher's dynamic shared memory: the state a cycle leaves for
+ * the next, and a dsa area for the cells. It goes away with the launcher.
+ */
+static void
+claims_worker_create_state(void)
+{
+	reporter_segment = dsm_create(CLAIMS_STATE_SIZE + dsa_minimum_size() +
+								  CLAIMS_WORKER_AREA_SIZE, 0);
+	dsm_pin_mapping(reporter_segment);
+	reporter_state = dsm_segment_address(reporter_segment);
+	reporter_state->logged_missing = false;
+	reporter_state->ncells = 0;
+	reporter_state->cells = InvalidDsaPointer;
+
+	reporter_tranche = LWLockNewTrancheId();
+	LWLockRegisterTranche(reporter_tranche, CLAIMS_WORKER_NAME);
+	reporter_area = dsa_create_in_place((char *) reporter_state + CLAIMS_STATE_SIZE,
+										dsa_minimum_size() + CLAIMS_WORKER_AREA_SIZE,
+										reporter_tranche, reporter_segment);
+	dsa_pin_mapping(reporter_area);
+}
+
+/*
+ * Forget what was logged (the database is gone or another one): cycles in
+ * the next database start afresh. Only the launcher calls this, while no
+ * cycle worker runs.
+ */
+static void
+claims_worker_reset_state(void)
+{
+	if (DsaPointerIsValid(reporter_state->cells))
+		dsa_free(reporter_area, reporter_state->cells);
+	reporter_state->cells = InvalidDsaPointer;
+	reporter_state->ncells = 0;
+	reporter_state->logged_missing = false;
+}
+
+/* Cycle worker: read what the previous cycle left. */
+static void
+claims_worker_load_state(dsa_area *area, ClaimsReporterState *state)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(int64);
+	ctl.entrysize = sizeof(ClaimsStaleCell);
+	stale_cells = hash_create("claims stale cells", Max(state->ncells, 64), &ctl,
+							  HASH_ELEM | HASH_BLOBS);
+
+	if (state->ncells > 0)
+	{
+		ClaimsStaleCell *cells = dsa_get_address(area, state->cells);
+
+		for (int i = 0; i < state->ncells; i++)
+		{
+			ClaimsStaleCell *cell = hash_search(stale_cells, &cells[i].cell_id,
+												HASH_ENTER, NULL);
+
+			*cell = cells[i];
+		}
+	}
+	logged_missing = state->logged_missing;
+}
+
+/* Cycle worker: leave what this cycle logged for the next one. */
+static void
+claims_worker_save_state(dsa_area *area, ClaimsReporterState *state)
+{
+	long		ncells = hash_get_num_entries(stale_cells);
+	dsa_pointer cells = InvalidDsaPointer;
+
+	if (ncells > 0)
+	{
+		ClaimsStaleCell *out;
+		HASH_SEQ_STATUS status;
+		ClaimsStaleCell *cell;
+		int			i = 0;
+
+		cells = dsa_allocate(area, mul_size(ncells, sizeof(ClaimsStaleCell)));
+		out = dsa_get_address(area, cells);
+		hash_seq_init(&status, stale_cells);
+		while ((cell = hash_seq_search(&status)) != NULL)
+			out[i++] = *cell;
+	}
+	if (DsaPointerIsValid(state->cells))
+		dsa_free(area, state->cells);
+	state->cells = cells;
+	state->ncells = (int) ncells;
+	state->logged_missing = logged_missing;
+}
+
+/*
+ * Whether another session holds or awaits a lock on the database that
+ * keeps new sessions out (DROP DATABASE, CREATE DATABASE ... TEMPLATE,
+ * ALTER DATABASE ... RENAME): tested without waiting, with the lock that a
+ * connecting session takes.
+ */
+static bool
+claims_worker_database_wanted(Oid dboid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, dboid, 0);
+	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, RowExclusiveLock, true);
+	return false;
+}
+
+/* Whether an interrupted DROP DATABASE left the database unusable. */
+static bool
+claims_worker_database_invalid(Form_pg_database db)
+{
+#ifdef DATCONNLIMIT_INVALID_DB
+	return db->datconnlimit == DATCONNLIMIT_INVALID_DB;
+#else
+	return false;
+#endif
+}
+
+/*
+ * Launcher: look claims.database up in pg_database, and log when a cycle
+ * becomes impossible there or possible again. Returns its OID, or
+ * InvalidOid when no cycle can run.
+ */
+static Oid
+claims_worker_find_database(void)
+{
+	ClaimsDatabaseState state = CLAIMS_DB_MISSING;
+	Oid			dboid = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_database_datname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(claims_database));
+	/* no index: without a database, the relcache may not know pg_database's */
+	scan = systable_beginscan(rel, DatabaseNameIndexId, false, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (claims_worker_database_invalid(db))
+			state = CLAIMS_DB_MISSING;
+		else if (!db->datallowconn)
+			state = CLAIMS_DB_NO_CONNECTIONS;
+		else
+		{
+			state = CLAIMS_DB_AVAILABLE;
+			dboid = db->oid;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	if (state != database_state)
+	{
+		if (state == CLAIMS_DB_MISSING)
+			ereport(LOG,
+					(errcode(ERRCODE_UNDEFINED_DATABASE),
+					 errmsg("claims: database \"%s\" does not exist; stale lease reports wait until it is created",
+							claims_database)));
+		else if (state == CLAIMS_DB_NO_CONNECTIONS)
+			ereport(LOG,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("claims: database \"%s\" does not allow connections; stale lease reports wait until it does",
+							claims_database)));
+		else
+			ereport(LOG,
+					(errmsg("claims: database \"%s\" is available again; stale lease reports resume",
+							claims_database)));
+		database_state = state;
+	}
+
+	/* a dropped database's cells mean nothing in its successor */
+	if (state == CLAIMS_DB_MISSING || (OidIsValid(dboid) && dboid != reporter_dboid))
+	{
+		claims_worker_reset_state();
+		reporter_dboid = dboid;
+	}
+	return dboid;
 }
 
 /*
@@ -370,10 +625,18 @@ claims_worker_prune(void)
 
 	for (int batch = 0; batch < CLAIMS_PRUNE_MAX_BATCHES; batch++)
 	{
-		const char *schema = claims_worker_begin("claims: pruning lease history");
+		const char *schema;
 		uint64		deleted;
 		int			ret;
 
+		if (claims_worker_database_wanted(MyDatabaseId))
+		{
+			ereport(DEBUG1,
+					(errmsg("claims: lease history pruning stops early: another session waits for database \"%s\"",
+							claims_database)));
+			break;
+		}
+		schema = claims_worker_begin("claims: pruning lease history");
 		if (schema == NULL)
 		{
 			claims_worker_end();
@@ -401,11 +664,62 @@ claims_worker_prune(void)
 }
 
 /*
- * One cycle: nothing on a hot standby; otherwise report, then prune.
+ * Launcher: start a cycle worker for the database and wait until it has
+ * exited.
  */
 static void
-claims_worker_cycle(void)
+claims_worker_run_cycle(Oid dboid)
 {
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	ClaimsCycleArgs args;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "claims", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "claims_worker_cycle_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, CLAIMS_CYCLE_NAME, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, CLAIMS_CYCLE_NAME, BGW_MAXLEN);
+	worker.bgw_main_arg = (Datum) 0;
+	worker.bgw_notify_pid = MyProcPid;
+	memset(&args, 0, sizeof(args));
+	args.dboid = dboid;
+	args.tranche_id = reporter_tranche;
+	args.segment = dsm_segment_handle(reporter_segment);
+	memcpy(worker.bgw_extra, &args, sizeof(args));
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		if (!logged_no_slot)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("claims: could not start a stale lease report: no background worker slot is free"),
+					 errhint("Raise max_worker_processes.")));
+		logged_no_slot = true;
+		return;
+	}
+	logged_no_slot = false;
+
+	if (WaitForBackgroundWorkerShutdown(handle) == BGWH_POSTMASTER_DIED)
+		proc_exit(1);
+	pfree(handle);
+
+	/* a cycle that did not finish has logged why; the next one is due as usual */
+	if (claims_stats_worker_interrupted())
+		claims_stats_worker_cycle(false);
+}
+
+/*
+ * Launcher: one cycle, unless the server is a hot standby or the database
+ * is unavailable or wanted by a command that needs it alone.
+ */
+static void
+claims_worker_launch(void)
+{
+	Oid			dboid;
+
 	if (RecoveryInProgress())
 	{
 		if (!logged_standby)
@@ -419,19 +733,75 @@ claims_worker_cycle(void)
 				(errmsg("claims: the server was promoted; stale lease reports and lease history pruning start")));
 	logged_standby = false;
 
+	dboid = claims_worker_find_database();
+	if (!OidIsValid(dboid))
+		return;
+	if (claims_worker_database_wanted(dboid))
+	{
+		ereport(DEBUG1,
+				(errmsg("claims: stale lease report skipped: another session waits for database \"%s\"",
+						claims_database)));
+		return;
+	}
+	claims_worker_run_cycle(dboid);
+}
+
+/*
+ * Entry point of a cycle worker: connect to the database the launcher
+ * found, report, prune, and exit.
+ */
+void
+claims_worker_cycle_main(Datum main_arg)
+{
+	ClaimsCycleArgs args;
+	dsm_segment *seg;
+	ClaimsReporterState *state;
+	dsa_area   *area;
+	bool		installed = false;
+
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	seg = dsm_attach(args.segment);
+	if (seg == NULL)
+	{
+		/* the launcher exited before this worker started: nothing to do */
+		ereport(DEBUG1,
+				(errmsg("claims: stale lease report not run: its launcher has exited")));
+		return;
+	}
+	dsm_pin_mapping(seg);
+	LWLockRegisterTranche(args.tranche_id, CLAIMS_WORKER_NAME);
+	state = dsm_segment_address(seg);
+	area = dsa_attach_in_place((char *) state + CLAIMS_STATE_SIZE, seg);
+	dsa_pin_mapping(area);
+
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, InvalidOid, 0);
+	pgstat_report_appname(CLAIMS_CYCLE_NAME);
+
 	claims_stats_worker_cycle(true);
-	if (claims_worker_report())
+	if (claims_worker_database_wanted(MyDatabaseId))
+		ereport(DEBUG1,
+				(errmsg("claims: stale lease report skipped: another session waits for database \"%s\"",
+						claims_database)));
+	else
+	{
+		claims_worker_load_state(area, state);
+		installed = claims_worker_report();
+		claims_worker_save_state(area, state);
+	}
+	if (installed)
 		claims_worker_prune();
 	claims_stats_worker_cycle(false);
 }
 
 /*
- * Entry point of the stale lease reporter.
+ * Entry point of the launcher.
  */
 void
 claims_worker_main(Datum main_arg)
 {
-	HASHCTL		ctl;
 	TimestampTz last_start = 0;
 	TimestampTz next_run;
 
@@ -439,20 +809,18 @@ claims_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	BackgroundWorkerInitializeConnection(claims_database, NULL, 0);
+	/* shared catalogs only: the launcher holds no database */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname(CLAIMS_WORKER_NAME);
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(int64);
-	ctl.entrysize = sizeof(ClaimsStaleCell);
-	stale_cells = hash_create("claims stale cells", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	claims_worker_create_state();
 
 	next_run = GetCurrentTimestamp();
 	if (claims_stats_worker_interrupted())
 	{
-		/* the previous worker died in a cycle: do not retry at once */
+		/* a cycle of the previous launcher did not finish: do not retry at once */
 		last_start = next_run;
 		next_run = TimestampTzPlusMilliseconds(next_run, (int64) claims_report_interval * 1000);
+		claims_stats_worker_cycle(false);
 		ereport(LOG,
 				(errmsg("claims: the previous stale lease reporter stopped during a cycle; the next cycle starts after claims.report_interval")));
 	}
@@ -476,7 +844,7 @@ claims_worker_main(Datum main_arg)
 		if (now >= next_run)
 		{
 			last_start = now;
-			claims_worker_cycle();
+			claims_worker_launch();
 			next_run = TimestampTzPlusMilliseconds(last_start,
 												   (int64) claims_report_interval * 1000);
 			now = GetCurrentTimestamp();
