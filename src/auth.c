@@ -18,6 +18,7 @@
  */
 #include "claims.h"
 
+#include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -45,6 +46,7 @@ typedef struct ClaimsCell
 
 static MemoryContext cells_cxt = NULL;
 static bool cells_valid = false;
+static bool cells_fresh = false;	/* loaded under a snapshot taken for it */
 static Oid	cells_schema = InvalidOid;
 static Oid	cells_relid = InvalidOid;
 static ClaimsCell *cells = NULL;
@@ -71,7 +73,8 @@ claims_cells_ensure(void)
 {
 	int			ret;
 
-	if (cells_valid && cells_schema == claims_schema_oid())
+	if (cells_valid && cells_schema == claims_schema_oid() &&
+		(cells_fresh || IsInParallelMode()))
 		return;
 
 	cells_cxt = claims_cache_new_version(cells_cxt, "claims cells");
@@ -84,7 +87,7 @@ claims_cells_ensure(void)
 	cells_relid = get_relname_relid("claim_cells", cells_schema);
 	PG_TRY();
 	{
-		ret = claims_execute_latest(CLAIMS_PLAN_CELLS);
+		ret = claims_execute_latest(CLAIMS_PLAN_CELLS, &cells_fresh);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "claims: loading claim_cells failed: %s", SPI_result_code_string(ret));
 		cells = MemoryContextAllocZero(cells_cxt, sizeof(ClaimsCell) * Max(SPI_processed, 1));

@@ -11,8 +11,8 @@
  *
  * A cache is loaded with a snapshot taken after the invalidation that made
  * it stale (never with the caller's older statement snapshot), and an API
- * call sees one version of it from start to end: a version replaced while a
- * call may still point into it lives on until the transaction ends.
+ * call sees one version of it from start to end: a version replaced while
+ * another call may still point into it lives on until the transaction ends.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,35 +49,45 @@ claims_cache_init(void)
 }
 
 /*
- * A fresh memory context for a new version of a cache. The old version
- * (if any) is handed to the transaction, so that an API call still reading
- * it keeps valid memory until the transaction ends. The name must be a
- * constant string.
+ * A fresh memory context for a new version of a cache. The old version (if
+ * any) is deleted when no other API call is running in this backend; when
+ * one is (a call made from inside another call's statements), it may still
+ * read the old version, which is then handed to the transaction and lives
+ * until the transaction ends. The name must be a constant string.
  */
 MemoryContext
 claims_cache_new_version(MemoryContext old, const char *name)
 {
 	MemoryContext cxt;
 
+	cxt = AllocSetContextCreate(TopMemoryContext, "claims cache", ALLOCSET_SMALL_SIZES);
+	MemoryContextSetIdentifier(cxt, name);
 	if (old != NULL)
 	{
-		if (IsTransactionState())
+		if (claims_call_depth > 1 && IsTransactionState())
 			MemoryContextSetParent(old, TopTransactionContext);
 		else
 			MemoryContextDelete(old);
 	}
-	cxt = AllocSetContextCreate(TopMemoryContext, "claims cache", ALLOCSET_SMALL_SIZES);
-	MemoryContextSetIdentifier(cxt, name);
 	return cxt;
 }
 
 /*
  * Run a cache's saved statement under a snapshot taken now, after every
  * invalidation processed so far: what it reads is at least as new as the
- * change that made the cache stale.
+ * change that made the cache stale. In parallel mode no new snapshot can be
+ * taken; the statement then reads under the active snapshot and *fresh is
+ * set false, so that the cache is loaded again by the next call outside
+ * parallel mode.
  */
 int
-claims_execute_latest(ClaimsPlanId id)
+claims_execute_latest(ClaimsPlanId id, bool *fresh)
 {
+	if (IsInParallelMode())
+	{
+		*fresh = false;
+		return claims_execute_snapshot(id, NULL, NULL, GetActiveSnapshot(), 0);
+	}
+	*fresh = true;
 	return claims_execute_snapshot(id, NULL, NULL, GetLatestSnapshot(), 0);
 }

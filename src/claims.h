@@ -100,7 +100,11 @@ typedef struct ClaimsCall
 {
 	Oid			saved_userid;
 	int			saved_sec_context;
+	Oid			saved_caller_role;	/* of a call this one is nested in */
+	Oid			saved_nsp;
 } ClaimsCall;
+
+extern int	claims_call_depth;
 
 extern Oid	claims_caller_role;
 extern void claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call);
@@ -115,7 +119,7 @@ extern int	claims_execute_snapshot(ClaimsPlanId id, Datum *args, const char *nul
 /* cache.c: what the per-backend caches share */
 extern void claims_cache_init(void);
 extern MemoryContext claims_cache_new_version(MemoryContext old, const char *name);
-extern int	claims_execute_latest(ClaimsPlanId id);
+extern int	claims_execute_latest(ClaimsPlanId id, bool *fresh);
 
 /* read.c: the routing lookup */
 extern void claims_lookup_invalidate(Oid relid);

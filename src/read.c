@@ -18,7 +18,11 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
+#include "access/htup_details.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -43,14 +47,11 @@ typedef struct ClaimsLookupTarget
 	bool		valid;
 	Oid			nsp;
 	Oid			relid;
-	Oid			indexid;
 	AttrNumber	attnums[CLAIMS_RECORD_NCOLS];
+	AttrNumber	digest_attnum;	/* bucket_digest, the key's second column */
 } ClaimsLookupTarget;
 
 static ClaimsLookupTarget target;
-
-/* How many times a lookup looks the index up again before it gives up on it. */
-#define CLAIMS_LOOKUP_ATTEMPTS 3
 
 /* Forget the target when its table (or everything) may have changed. */
 void
@@ -118,41 +119,58 @@ claims_lookup_open_table(Oid nsp)
 	{
 		target.nsp = nsp;
 		target.relid = relid;
-		target.indexid = InvalidOid;
 		claims_record_attnums(RelationGetDescr(rel), target.attnums);
+		target.digest_attnum = get_attnum(relid, "bucket_digest");
 		target.valid = true;
 	}
 	return rel;
 }
 
 /*
- * Lock the table's key index, if it is valid: looked up by name after the
- * table's lock (REINDEX CONCURRENTLY gives the name to a new index) and
- * checked to be a ready, valid index of this table. NULL when no such index
- * can be had now; the caller then reads through the planner.
+ * Is this the key index the probe expects: a valid, ready, live unique
+ * btree index of the table on (bucket_type int4, bucket_digest bytea), no
+ * expressions, no predicate? Anything else named claims_bucket_key (an
+ * operator's own index, an index in the middle of a REINDEX) is not read.
+ */
+static bool
+claims_lookup_index_fits(Relation index, Relation rel)
+{
+	Form_pg_index ix = index->rd_index;
+
+	return index->rd_rel->relkind == RELKIND_INDEX &&
+		index->rd_rel->relam == BTREE_AM_OID &&
+		ix->indrelid == RelationGetRelid(rel) &&
+		ix->indisunique && ix->indisvalid && ix->indisready && ix->indislive &&
+		ix->indnkeyatts == 2 &&
+		ix->indkey.values[0] == target.attnums[1] &&
+		ix->indkey.values[1] == target.digest_attnum &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL) &&
+		index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+		index->rd_opfamily[1] == BYTEA_BTREE_FAM_OID;
+}
+
+/*
+ * Lock the table's key index, looked up by name after the table's lock
+ * (REINDEX CONCURRENTLY gives the name to a new index; an index rename
+ * does not invalidate the table) and checked to be the key index. NULL
+ * when no such index can be had now: the caller then reads through the
+ * planner.
  */
 static Relation
 claims_lookup_open_index(Relation rel, Oid nsp)
 {
-	for (int attempt = 0; attempt < CLAIMS_LOOKUP_ATTEMPTS; attempt++)
-	{
-		Relation	index;
+	Oid			indexid = get_relname_relid("claims_bucket_key", nsp);
+	Relation	index;
 
-		if (!OidIsValid(target.indexid) || attempt > 0)
-			target.indexid = get_relname_relid("claims_bucket_key", nsp);
-		if (!OidIsValid(target.indexid))
-			return NULL;
-		index = try_relation_open(target.indexid, AccessShareLock);
-		if (index == NULL)
-			continue;
-		if (index->rd_rel->relkind == RELKIND_INDEX &&
-			index->rd_index->indrelid == RelationGetRelid(rel) &&
-			index->rd_index->indisvalid && index->rd_index->indisready &&
-			index->rd_index->indislive)
-			return index;
-		relation_close(index, AccessShareLock);
-	}
-	target.indexid = InvalidOid;
+	if (!OidIsValid(indexid))
+		return NULL;
+	index = try_relation_open(indexid, AccessShareLock);
+	if (index == NULL)
+		return NULL;
+	if (claims_lookup_index_fits(index, rel))
+		return index;
+	relation_close(index, AccessShareLock);
 	return NULL;
 }
 

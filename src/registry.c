@@ -14,6 +14,7 @@
  */
 #include "claims.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "utils/array.h"
@@ -27,6 +28,7 @@ PG_FUNCTION_INFO_V1(claims_registry_changed);
 
 static MemoryContext registry_cxt = NULL;
 static bool registry_valid = false;
+static bool registry_fresh = false;	/* loaded under a snapshot taken for it */
 static Oid	registry_schema = InvalidOid;
 static Oid	registry_relids[CLAIMS_REGISTRY_KINDS];
 static ClaimsTypeEntry *registry_entries[CLAIMS_REGISTRY_KINDS];
@@ -86,7 +88,7 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 
 	registry_relids[kind] = get_relname_relid(registry_tables[kind], nsp);
 
-	ret = claims_execute_latest(registry_plans[kind]);
+	ret = claims_execute_latest(registry_plans[kind], &registry_fresh);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: loading %s failed: %s", registry_tables[kind], SPI_result_code_string(ret));
 
@@ -130,12 +132,14 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 
 /*
  * Make the copy current at the start of an API call (after SPI_connect):
- * load a new version when the registries changed since the last load.
+ * load a new version when the registries changed since the last load (or
+ * the last load, in parallel mode, could not take a snapshot of its own).
  */
 void
 claims_registry_pin(void)
 {
-	if (registry_valid && registry_schema == claims_schema_oid())
+	if (registry_valid && registry_schema == claims_schema_oid() &&
+		(registry_fresh || IsInParallelMode()))
 		return;
 
 	registry_cxt = claims_cache_new_version(registry_cxt, "claims registry");

@@ -14,9 +14,11 @@
  */
 #include "claims.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
 #include "optimizer/plancat.h"
 #include "utils/builtins.h"
@@ -306,6 +308,17 @@ static Oid	plans_schema = InvalidOid;
 static char plans_schema_name[NAMEDATALEN];
 static bool plans_schema_maybe_renamed = false;
 
+/* Plans dropped while a call may still run them: freed at transaction end. */
+static List *retired_plans = NIL;
+
+/* API calls running in this backend (more than one: a call made from inside another's statements). */
+int			claims_call_depth = 0;
+
+/* True from a store statement's run until its plan is ready (see claims_get_relation_info). */
+static bool planning_store_statement = false;
+static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start_hook = NULL;
+
 /* The search path of every API call: pg_catalog, nothing else. */
 static OverrideSearchPath catalog_only_path = {NIL, true, false, 0};
 Oid			claims_caller_role = InvalidOid;
@@ -325,16 +338,51 @@ claims_plans_schema_changed(void)
 	plans_schema_maybe_renamed = true;
 }
 
-/* Drop the saved plans; the next use prepares them again. */
+/*
+ * Drop the saved plans; the next use prepares them again. A call this one
+ * is nested in may be running one of them, so they are freed when the
+ * transaction ends.
+ */
 static void
 claims_plans_forget(void)
 {
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
 	for (int i = 0; i < CLAIMS_NUM_PLANS; i++)
 	{
 		if (plans[i])
-			SPI_freeplan(plans[i]);
+			retired_plans = lappend(retired_plans, plans[i]);
 		plans[i] = NULL;
 	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * At the end of a transaction no API call runs any more: free the retired
+ * plans and forget the depth an error may have left behind.
+ */
+static void
+claims_plans_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			break;
+		default:
+			return;
+	}
+	claims_call_depth = 0;
+	planning_store_statement = false;
+	foreach(lc, retired_plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	list_free(retired_plans);
+	retired_plans = NIL;
 }
 
 /*
@@ -385,6 +433,8 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
 	ReleaseSysCache(proctup);
 
+	call->saved_caller_role = claims_caller_role;
+	call->saved_nsp = claims_current_nsp;
 	claims_caller_role = GetUserId();
 	GetUserIdAndSecContext(&call->saved_userid, &call->saved_sec_context);
 	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
@@ -396,6 +446,7 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");
 
+	claims_call_depth++;
 	claims_current_nsp = nsp;
 	claims_plans_check_schema(nsp);
 	claims_registry_pin();
@@ -412,6 +463,10 @@ claims_spi_end(ClaimsCall *call)
 	SPI_finish();
 	PopOverrideSearchPath();
 	SetUserIdAndSecContext(call->saved_userid, call->saved_sec_context);
+	claims_caller_role = call->saved_caller_role;
+	claims_current_nsp = call->saved_nsp;
+	if (claims_call_depth > 0)
+		claims_call_depth--;
 }
 
 /* The schema the extension lives in. */
@@ -487,8 +542,6 @@ claims_plan(ClaimsPlanId id)
 #define CLAIMS_PLANNED_TUPLES	1000000.0
 #define CLAIMS_PLANNED_PAGES	10000
 
-static bool planning_store_statement = false;
-static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 
 /* get_relation_info_hook: the size the store's statements are planned for. */
 static void
@@ -518,12 +571,30 @@ claims_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInf
 	}
 }
 
-/* Install the planner hook (from _PG_init). */
+/*
+ * ExecutorStart_hook: the statement being started has its plan, so what is
+ * planned from here on (triggers, foreign keys, functions the statement
+ * runs) is not the store's statement and is planned as usual.
+ */
+static void
+claims_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	planning_store_statement = false;
+	if (prev_executor_start_hook)
+		prev_executor_start_hook(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/* Install the planner and executor hooks and the transaction callback (from _PG_init). */
 void
 claims_plans_init(void)
 {
 	prev_get_relation_info_hook = get_relation_info_hook;
 	get_relation_info_hook = claims_get_relation_info;
+	prev_executor_start_hook = ExecutorStart_hook;
+	ExecutorStart_hook = claims_executor_start;
+	RegisterXactCallback(claims_plans_xact_callback, NULL);
 }
 
 /*
@@ -535,6 +606,7 @@ claims_run_plan(ClaimsPlanId id, Datum *args, const char *nulls, Snapshot snapsh
 				bool read_only, long count)
 {
 	SPIPlanPtr	plan = claims_plan(id);
+	bool		saved = planning_store_statement;
 	int			ret;
 
 	planning_store_statement = true;
@@ -548,7 +620,7 @@ claims_run_plan(ClaimsPlanId id, Datum *args, const char *nulls, Snapshot snapsh
 	}
 	PG_FINALLY();
 	{
-		planning_store_statement = false;
+		planning_store_statement = saved;
 	}
 	PG_END_TRY();
 	return ret;
