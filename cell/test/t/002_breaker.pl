@@ -1,5 +1,6 @@
 # The circuit breaker's shared count of calls in flight: a backend
-# terminated while its call waits at the store gives its place back.
+# terminated while its call waits at the store gives its place back, and
+# past claims_cell.max_concurrent_calls a call fails at once.
 use strict;
 use warnings;
 
@@ -110,6 +111,34 @@ is($node->safe_psql('cell1', 'SELECT breaker_state FROM claims_cell.stats'), 'cl
 	'the breaker stays closed');
 is(system(@psql, '-d', 'cell1', '-c', q{INSERT INTO users VALUES (2, 'after')}), 0,
 	'the next claim goes through');
+
+# With the cap at 1, a second call fails fast instead of queueing.
+$node->append_conf('postgresql.conf', "claims_cell.max_concurrent_calls = 1\n");
+$node->reload;
+my $rejections = $node->safe_psql('cell1', 'SELECT breaker_rejections FROM claims_cell.stats');
+$hold = hold_at_store('slow');
+my $first = start_writer('first', 10, 'slow');
+wait_for_store_wait();
+my $t = [Time::HiRes::gettimeofday];
+my ($out, $err) = ('', '');
+$node->psql('cell1', qq{\\set VERBOSITY verbose\nINSERT INTO users VALUES (11, 'fast')},
+	stdout => \$out, stderr => \$err);
+my $elapsed = Time::HiRes::tv_interval($t);
+like($err, qr/ERROR:\s+08006: too many calls to the claims store at \S+ are in flight/,
+	'the second call fails with 08006');
+like($err, qr/DETAIL:\s+claims_cell.max_concurrent_calls is 1\./, 'the detail names the cap');
+like($err, qr/HINT:\s+Nothing was claimed; retry later\./, 'the hint says what to do');
+cmp_ok($elapsed, '<', 2, 'at once, not after the first call');
+is($node->safe_psql('cell1', 'SELECT breaker_rejections FROM claims_cell.stats'), $rejections + 1,
+	'counted as a breaker rejection');
+is($node->safe_psql('cell1', 'SELECT breaker_state FROM claims_cell.stats'), 'closed',
+	'a full cap does not open the breaker');
+release_at_store($hold);
+$first->{h}->finish;
+is($first->{err}, '', 'the first call commits once the store lets it');
+is(system(@psql, '-d', 'cell1', '-c', q{INSERT INTO users VALUES (11, 'fast')}), 0,
+	'the second succeeds on retry');
+is($node->safe_psql('cell1', 'SELECT in_flight FROM claims_cell.stats'), '0', 'nothing in flight');
 
 $node->stop;
 $store->stop;
