@@ -84,7 +84,7 @@ _PG_init(void)
 							"Most records one lease carries; a transaction with more takes several leases.",
 							"Keep it at most the store's claims.max_batch_size.",
 							&cell_max_batch_size,
-							1000, 1, 100000,
+							1000, 2, 100000,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
