@@ -21,20 +21,33 @@ CREATE TABLE @extschema@.configuration (
 COMMENT ON TABLE @extschema@.configuration IS 'The claims store server and this cell''s id (one row)';
 
 -- Columns whose values are claimed at the store; triggers do the work.
-CREATE TABLE @extschema@.claimed_columns (
+-- Keyed by attribute number, so RENAME COLUMN and RENAME TABLE keep the
+-- declaration; the view claimed_columns shows the current names.
+CREATE TABLE @extschema@.claimed_attributes (
     table_name     regclass NOT NULL,
-    column_name    name NOT NULL,
+    attnum         smallint NOT NULL CHECK (attnum > 0),
     bucket_type    text NOT NULL,
     subject_type   text NOT NULL,
-    subject_column name NOT NULL,
+    subject_attnum smallint NOT NULL CHECK (subject_attnum > 0),
     source_type    text NOT NULL,
-    source_column  name NOT NULL,
+    source_attnum  smallint NOT NULL CHECK (source_attnum > 0),
+    trigger_name   name NOT NULL,
     enabled        boolean NOT NULL DEFAULT true,
     created_at     timestamptz NOT NULL DEFAULT now(),
     updated_at     timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (table_name, column_name)
+    PRIMARY KEY (table_name, attnum)
 );
-COMMENT ON TABLE @extschema@.claimed_columns IS 'Columns claimed at the claims store';
+COMMENT ON TABLE @extschema@.claimed_attributes IS 'Columns claimed at the claims store, by attribute number';
+
+CREATE VIEW @extschema@.claimed_columns AS
+SELECT c.table_name, a.attname AS column_name, c.bucket_type, c.subject_type,
+       s.attname AS subject_column, c.source_type, k.attname AS source_column,
+       c.enabled, c.trigger_name, c.created_at, c.updated_at
+  FROM @extschema@.claimed_attributes c
+  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.table_name AND a.attnum = c.attnum
+  JOIN pg_catalog.pg_attribute s ON s.attrelid = c.table_name AND s.attnum = c.subject_attnum
+  JOIN pg_catalog.pg_attribute k ON k.attrelid = c.table_name AND k.attnum = c.source_attnum;
+COMMENT ON VIEW @extschema@.claimed_columns IS 'Columns claimed at the claims store, with their current names';
 
 -- One row per lease whose outcome at the store is not settled yet,
 -- written by the local transaction that took the lease.
@@ -46,7 +59,7 @@ CREATE TABLE @extschema@.outstanding_leases (
 COMMENT ON TABLE @extschema@.outstanding_leases IS 'Leases taken at the store whose commit or rollback is not confirmed';
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.configuration', '');
-SELECT pg_catalog.pg_extension_config_dump('@extschema@.claimed_columns', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.claimed_attributes', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.outstanding_leases', '');
 
 CREATE FUNCTION @extschema@.configure(server_name name, cell_id bigint)
@@ -85,6 +98,47 @@ RETURNS trigger
 AS 'MODULE_PATHNAME', 'claims_cell_collect'
 LANGUAGE C;
 
+-- DROP TABLE or DROP COLUMN of a claimed column forgets its declaration
+-- (its values stay claimed at the store). SECURITY DEFINER: it runs for
+-- every role's DDL and only the extension's owner may write the table.
+CREATE FUNCTION @extschema@.forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gone record;
+BEGIN
+    -- DROP EXTENSION drops the table itself
+    IF pg_catalog.to_regclass('@extschema@.claimed_attributes') IS NULL THEN
+        RETURN;
+    END IF;
+    FOR gone IN
+        DELETE FROM @extschema@.claimed_attributes c
+         USING pg_catalog.pg_event_trigger_dropped_objects() d
+         WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.objid = c.table_name
+           AND d.objsubid IN (0, c.attnum, c.subject_attnum, c.source_attnum)
+        RETURNING c.table_name, c.attnum, c.trigger_name, d.objsubid, d.object_identity
+    LOOP
+        IF gone.objsubid <> 0 THEN
+            -- a column of a table that stays: its trigger would fail
+            EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS %I ON %s',
+                                      gone.trigger_name, gone.table_name);
+            IF NOT EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c
+                            WHERE c.table_name = gone.table_name) THEN
+                EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS claims_cell_truncate ON %s',
+                                          gone.table_name);
+            END IF;
+            RAISE NOTICE 'a column of table % is no longer claimed: column % was dropped',
+                gone.table_name, gone.object_identity;
+        END IF;
+    END LOOP;
+END
+$$;
+
+CREATE EVENT TRIGGER claims_cell_forget_dropped ON sql_drop
+    EXECUTE FUNCTION @extschema@.forget_dropped();
+
 -- Statement trigger of claimed tables: TRUNCATE would bypass the claims.
 CREATE FUNCTION @extschema@.refuse_truncate()
 RETURNS trigger
@@ -103,13 +157,13 @@ LANGUAGE C VOLATILE;
 
 CREATE VIEW @extschema@.stats AS SELECT * FROM @extschema@.stats();
 
-REVOKE ALL ON TABLE @extschema@.configuration, @extschema@.claimed_columns,
-    @extschema@.outstanding_leases FROM PUBLIC;
+REVOKE ALL ON TABLE @extschema@.configuration, @extschema@.claimed_attributes,
+    @extschema@.claimed_columns, @extschema@.outstanding_leases FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.configure(name, bigint),
     @extschema@.claim_column(regclass, name, text, text, name, text),
     @extschema@.set_claiming(regclass, name, boolean),
     @extschema@.unclaim_column(regclass, name),
-    @extschema@.stats() FROM PUBLIC;
+    @extschema@.forget_dropped(), @extschema@.stats() FROM PUBLIC;
 REVOKE ALL ON @extschema@.stats FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.stats() TO pg_monitor;
 GRANT SELECT ON @extschema@.stats TO pg_monitor;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run.sh: build and install the claims extension, start a local PostgreSQL 15
-# server with it preloaded, and run the demo (`make run`).
+# run.sh: build and install the claims and claims_cell extensions, start a
+# local PostgreSQL 15 server with both preloaded, and run the demo (`make run`).
 #
 # As root on a fresh Debian 12 machine: installs the packages (scripts/deps.sh),
 # builds and installs the extension, and runs the server as the unprivileged
@@ -9,7 +9,10 @@
 #
 # The server keeps its data in .run/data and its log in .run/server.log,
 # listens on 127.0.0.1 and on a socket in .run/, port 5499, and has a
-# database "claims" with the extension created. Running this again reuses
+# database "claims" with the extension created (the store) and two cell
+# databases, cell_1 and cell_2, with claims_cell claiming the username and
+# email of their users tables there (scripts/cell_setup.sql); the demo ends
+# with the two cells racing for a username (scripts/cell_demo.sql). Running this again reuses
 # the running server (restarting it only when the installed library or the
 # settings changed). `make stop` stops it.
 #
@@ -48,11 +51,12 @@ as_owner() {
 # Build and install the extension (root), or check that it is installed.
 build_and_install() {
     if [ "$(id -u)" -eq 0 ]; then
-        echo "run.sh: building and installing the extension"
+        echo "run.sh: building and installing the extensions"
         make -C "$REPO" PG_CONFIG="$PG_CONFIG" >/dev/null || die "build failed"
         make -C "$REPO" PG_CONFIG="$PG_CONFIG" install >/dev/null || die "make install failed"
-    elif [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ]; then
-        die "the claims extension is not installed; run 'make install' as root first"
+    elif [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ] ||
+        [ ! -f "$SHAREDIR/extension/claims_cell.control" ] || [ ! -f "$PKGLIBDIR/claims_cell.so" ]; then
+        die "the claims and claims_cell extensions are not installed; run 'make install' as root first"
     fi
 }
 
@@ -68,9 +72,12 @@ ensure_traversable() {
         fi
         dir="$(dirname "$dir")"
     done
-    if ! runuser -u "$RUN_USER" -- test -r "$REPO/scripts/demo.sql"; then
-        chmod o+r "$REPO/scripts/demo.sql" || die "cannot make scripts/demo.sql readable for $RUN_USER"
-    fi
+    local script
+    for script in demo.sql cell_setup.sql cell_demo.sql; do
+        if ! runuser -u "$RUN_USER" -- test -r "$REPO/scripts/$script"; then
+            chmod o+r "$REPO/scripts/$script" || die "cannot make scripts/$script readable for $RUN_USER"
+        fi
+    done
 }
 
 # Create .run/ (owned by the server's user) and choose the socket directory:
@@ -117,7 +124,7 @@ write_conf() {
         echo "port = $PORT"
         echo "listen_addresses = '127.0.0.1'"
         echo "unix_socket_directories = '$SOCK_DIR'"
-        echo "shared_preload_libraries = 'claims'"
+        echo "shared_preload_libraries = 'claims,claims_cell'"
         echo "logging_collector = off"
     )"
     CONF_CHANGED=0
@@ -134,7 +141,7 @@ write_conf() {
 
 # Checksum of the installed library, to notice a rebuilt extension.
 library_sum() {
-    sha256sum "$PKGLIBDIR/claims.so" 2>/dev/null | cut -d' ' -f1
+    cat "$PKGLIBDIR/claims.so" "$PKGLIBDIR/claims_cell.so" 2>/dev/null | sha256sum | cut -d' ' -f1
 }
 
 # Start the server, or reuse it when it is already running (restarting it
@@ -192,6 +199,32 @@ run_demo() {
     psql_run -d "$DBNAME" -f "$REPO/scripts/demo.sql"
 }
 
+# Create the cell databases cell_1 and cell_2 (claims_cell, a users table
+# whose username and email are claimed at the store) if missing.
+create_cells() {
+    local i exists
+    for i in 1 2; do
+        exists="$(psql_run -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'cell_$i'")" ||
+            die "cannot connect to the server"
+        if [ "$exists" != 1 ]; then
+            echo "run.sh: creating cell database cell_$i"
+            as_owner "$BINDIR/createdb" -h "$SOCK_DIR" -p "$PORT" -U "$RUN_USER" "cell_$i" ||
+                die "createdb cell_$i failed"
+        fi
+        psql_run -d "cell_$i" -q -v cell_id="$i" -v store_host=127.0.0.1 -v store_port="$PORT" \
+            -v store_db="$DBNAME" -f "$REPO/scripts/cell_setup.sql" >/dev/null ||
+            die "setting up cell database cell_$i failed"
+    done
+}
+
+# Run scripts/cell_demo.sql in cell_1; it runs psql against cell_2 itself.
+run_cell_demo() {
+    echo
+    echo "run.sh: running scripts/cell_demo.sql"
+    CELL_2_PSQL="$BINDIR/psql -X -e -h $SOCK_DIR -p $PORT -U $RUN_USER -d cell_2" \
+        psql_run -d cell_1 -f "$REPO/scripts/cell_demo.sql"
+}
+
 # Tell how to connect and stop.
 print_usage() {
     cat <<EOF
@@ -201,6 +234,9 @@ Connect with:
     psql -h 127.0.0.1 -p $PORT -U $RUN_USER $DBNAME
 or through the socket:
     psql -h $SOCK_DIR -p $PORT -U $RUN_USER $DBNAME
+The cell databases cell_1 and cell_2 claim the username and email of
+their users tables at the store:
+    psql -h 127.0.0.1 -p $PORT -U $RUN_USER cell_1
 Run the demo again with:
     psql -h 127.0.0.1 -p $PORT -U $RUN_USER -f scripts/demo.sql $DBNAME
 Stop it with:
@@ -223,6 +259,11 @@ main() {
     create_database
     run_demo
     rc=$?
+    if [ "$rc" -eq 0 ]; then
+        create_cells
+        run_cell_demo
+        rc=$?
+    fi
     print_usage
     if [ "$rc" -ne 0 ]; then
         echo "run.sh: the demo stopped with an unexpected error (psql status $rc)" >&2

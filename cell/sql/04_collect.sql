@@ -4,11 +4,11 @@
 CREATE TABLE accounts (id bigint PRIMARY KEY, username text, project_id text, owner_id int);
 -- the trigger claim_column would install (claim_column needs the store)
 CREATE TRIGGER claims_cell_username AFTER INSERT OR UPDATE OR DELETE ON accounts
-  FOR EACH ROW EXECUTE FUNCTION claims_cell.collect('username', 'USERNAMES', 'USER', 'id',
-  'RAILS_TABLE_USERS', 'id', 'f');
+  FOR EACH ROW EXECUTE FUNCTION claims_cell.collect('2', 'USERNAMES', 'USER', '1',
+  'RAILS_TABLE_USERS', '1', 'f');
 CREATE TRIGGER claims_cell_project_id AFTER INSERT OR UPDATE OR DELETE ON accounts
-  FOR EACH ROW EXECUTE FUNCTION claims_cell.collect('project_id', 'PROJECT_IDS', 'USER', 'id',
-  'RAILS_TABLE_USERS', 'id', 't');
+  FOR EACH ROW EXECUTE FUNCTION claims_cell.collect('3', 'PROJECT_IDS', 'USER', '1',
+  'RAILS_TABLE_USERS', '1', 't');
 CREATE TRIGGER claims_cell_truncate BEFORE TRUNCATE ON accounts
   FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.refuse_truncate();
 -- NULL and blank values are not claimed: no store call, the commit succeeds

@@ -45,6 +45,11 @@ static CellBreakerShared *cell_shared = NULL;
 static CellBreakerSlot cell_local_slot;
 static bool cell_local_noted = false;
 
+/* What this backend holds in its database's slot, released at exit. */
+static int	cell_my_in_flight = 0;
+static bool cell_my_probe = false;
+static bool cell_exit_registered = false;
+
 /* Request the shared memory of the breaker. */
 void
 cell_breaker_shmem_request(void)
@@ -110,6 +115,7 @@ cell_slot(void)
 	return free_slot;
 }
 
+/* Take the shared mutex (no-op without preloading). */
 static void
 cell_lock(void)
 {
@@ -117,11 +123,35 @@ cell_lock(void)
 		SpinLockAcquire(&cell_shared->mutex);
 }
 
+/* Release the shared mutex. */
 static void
 cell_unlock(void)
 {
 	if (cell_shared)
 		SpinLockRelease(&cell_shared->mutex);
+}
+
+/*
+ * Exit callback: a backend that leaves in the middle of a call (FATAL,
+ * pg_terminate_backend, a lost client during a call) gives its places in
+ * the slot back, or they would count against max_concurrent_calls until
+ * the server restarts.
+ */
+static void
+cell_breaker_at_exit(int code, Datum arg)
+{
+	CellBreakerSlot *s;
+
+	if (cell_shared == NULL || (cell_my_in_flight == 0 && !cell_my_probe))
+		return;
+	cell_lock();
+	s = cell_slot();
+	s->in_flight = Max(s->in_flight - cell_my_in_flight, 0);
+	if (cell_my_probe)
+		s->probing = false;
+	cell_unlock();
+	cell_my_in_flight = 0;
+	cell_my_probe = false;
 }
 
 /*
@@ -136,6 +166,11 @@ cell_breaker_enter(bool *probe)
 	TimestampTz now = GetCurrentTimestamp();
 
 	*probe = false;
+	if (cell_shared != NULL && !cell_exit_registered)
+	{
+		before_shmem_exit(cell_breaker_at_exit, (Datum) 0);
+		cell_exit_registered = true;
+	}
 	cell_lock();
 	s = cell_slot();
 	if (s->open_until != 0)
@@ -156,7 +191,11 @@ cell_breaker_enter(bool *probe)
 		*probe = false;
 	}
 	if (st == CELL_CALL_OK)
+	{
 		s->in_flight++;
+		cell_my_in_flight++;
+		cell_my_probe = *probe;
+	}
 	else
 		s->counters[CELL_STAT_BREAKER_REJECTIONS]++;
 	cell_unlock();
@@ -181,8 +220,13 @@ cell_breaker_leave(int outcome, bool probe, double elapsed_ms)
 	s = cell_slot();
 	if (s->in_flight > 0)
 		s->in_flight--;
+	if (cell_my_in_flight > 0)
+		cell_my_in_flight--;
 	if (probe)
+	{
 		s->probing = false;
+		cell_my_probe = false;
+	}
 	if (outcome < 0)
 	{
 		/* cancelled by the caller: says nothing about the store */

@@ -19,6 +19,7 @@ int			cell_call_timeout_ms = 300;
 int			cell_max_concurrent_calls = 40;
 int			cell_breaker_threshold = 5;
 int			cell_breaker_cooldown_ms = 5000;
+int			cell_max_batch_size = 1000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -77,6 +78,14 @@ _PG_init(void)
 							&cell_breaker_cooldown_ms,
 							5000, 10, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("claims_cell.max_batch_size",
+							"Most records one lease carries; a transaction with more takes several leases.",
+							"Keep it at most the store's claims.max_batch_size.",
+							&cell_max_batch_size,
+							1000, 2, 100000,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 
 	RegisterXactCallback(cell_xact_callback, NULL);

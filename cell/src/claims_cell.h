@@ -29,6 +29,7 @@ extern int	cell_call_timeout_ms;
 extern int	cell_max_concurrent_calls;
 extern int	cell_breaker_threshold;
 extern int	cell_breaker_cooldown_ms;
+extern int	cell_max_batch_size;
 
 /* One change of a claimed value, recorded by the row trigger (collect.c). */
 typedef struct CellChange

@@ -4,9 +4,11 @@
  *	  Row triggers of claimed columns: remember every change of a claimed
  *	  value in backend memory until the transaction ends.
  *
- * Trigger arguments (written by claim_column): column, bucket type,
- * subject type, subject column, source type, source column, whether the
- * bucket type is integer-valued. INSERT creates the new value, DELETE
+ * Trigger arguments (written by claim_column): the claimed column's
+ * attribute number, bucket type, subject type, subject column's attribute
+ * number, source type, source column's attribute number, whether the
+ * bucket type is integer-valued. Attribute numbers survive RENAME COLUMN
+ * and RENAME TABLE; messages use the current names. INSERT creates the new value, DELETE
  * destroys the old one, an UPDATE that changes the value does both, an
  * UPDATE of only the subject or the source destroys and creates the same
  * value (a replace at the store). NULL and blank values are skipped.
@@ -125,19 +127,29 @@ cell_is_canonical_int64(const char *s)
 	return errno == 0 && *end == '\0';
 }
 
-/* Attribute number of a column named by a trigger argument. */
+/* Attribute number given by a trigger argument: a live column of the table. */
 static int
-cell_attnum(Relation rel, const char *column)
+cell_attnum(Relation rel, const char *arg)
 {
-	int			attnum = SPI_fnumber(RelationGetDescr(rel), column);
+	TupleDesc	desc = RelationGetDescr(rel);
+	char	   *end;
+	long		attnum = strtol(arg, &end, 10);
 
-	if (attnum <= 0)
+	if (*end != '\0' || attnum <= 0 || attnum > desc->natts ||
+		TupleDescAttr(desc, attnum - 1)->attisdropped)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("claimed column \"%s\" of table \"%s\" does not exist", column,
+				 errmsg("claimed attribute %s of table \"%s\" does not exist", arg,
 						RelationGetRelationName(rel)),
-				 errhint("A claimed column was renamed or dropped; claim it again with claims_cell.claim_column.")));
-	return attnum;
+				 errhint("Claim the column again with claims_cell.claim_column.")));
+	return (int) attnum;
+}
+
+/* Current name of a column. */
+static char *
+cell_attname(Relation rel, int attnum)
+{
+	return NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname);
 }
 
 /* The subject id of a row (an integer column), or false when NULL. */
@@ -226,9 +238,10 @@ cell_source_id(Relation rel, HeapTuple tuple, int attnum, int *len)
 
 /* Check a value about to be created: fail now what the store would refuse. */
 static void
-cell_check_value(Relation rel, const char *column, const char *value,
+cell_check_value(Relation rel, int attnum, const char *value,
 				 bool integer_valued, const char *bucket_type)
 {
+	char	   *column = cell_attname(rel, attnum);
 	int			nchars = pg_mbstrlen(value);
 
 	if (nchars > CELL_MAX_VALUE_CHARS)
@@ -238,7 +251,7 @@ cell_check_value(Relation rel, const char *column, const char *value,
 						column, RelationGetRelationName(rel)),
 				 errdetail("Claimed values are at most %d characters; this one has %d.",
 						   CELL_MAX_VALUE_CHARS, nchars),
-				 errtablecol(rel, SPI_fnumber(RelationGetDescr(rel), column))));
+				 errtablecol(rel, attnum)));
 	if (integer_valued && !cell_is_canonical_int64(value))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
@@ -246,7 +259,7 @@ cell_check_value(Relation rel, const char *column, const char *value,
 						value, column, RelationGetRelationName(rel)),
 				 errdetail("%s values are decimal integers without sign or leading zeros.",
 						   bucket_type),
-				 errtablecol(rel, SPI_fnumber(RelationGetDescr(rel), column))));
+				 errtablecol(rel, attnum)));
 }
 
 /* Remember one change of one row. */
@@ -268,14 +281,17 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 		return;
 	if (create)
 	{
-		cell_check_value(rel, args[0], value, integer_valued, args[1]);
-		if (!cell_subject_id(rel, tuple, cell_attnum(rel, args[3]), &subject_id) ||
+		int			subject_attnum = cell_attnum(rel, args[3]);
+
+		cell_check_value(rel, attnum, value, integer_valued, args[1]);
+		if (!cell_subject_id(rel, tuple, subject_attnum, &subject_id) ||
 			subject_id == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
 					 errmsg("cannot claim value of column \"%s\" of table \"%s\" without a subject",
-							args[0], RelationGetRelationName(rel)),
-					 errdetail("Subject column \"%s\" is NULL or 0.", args[3]),
+							cell_attname(rel, attnum), RelationGetRelationName(rel)),
+					 errdetail("Subject column \"%s\" is NULL or 0.",
+							   cell_attname(rel, subject_attnum)),
 					 errtablecol(rel, attnum)));
 		source_id = cell_source_id(rel, tuple, cell_attnum(rel, args[5]), &source_len);
 		if (source_len < 1 || source_len > CELL_MAX_SOURCE_ID)
@@ -298,7 +314,7 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	c->create = create;
 	c->level = GetCurrentTransactionNestLevel();
 	c->relid = RelationGetRelid(rel);
-	c->column = pstrdup(args[0]);
+	c->column = pstrdup(cell_attname(rel, attnum));
 	c->bucket_type = pstrdup(args[1]);
 	c->value = pstrdup(value);
 	c->subject_type = pstrdup(args[2]);

@@ -156,17 +156,39 @@ cell_source_column(Relation rel)
 	return attnum;
 }
 
-/* The trigger of a claimed column. */
-static char *
-cell_trigger_name(const char *column)
+/* Whether a table has a trigger of that name. */
+static bool
+cell_trigger_exists(Oid relid, const char *name)
 {
-	if (strlen(CELL_TRIGGER_PREFIX) + strlen(column) >= NAMEDATALEN)
+	Oid			types[2] = {OIDOID, TEXTOID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(name)};
+
+	cell_spi("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = $2",
+			 2, types, values, SPI_OK_SELECT);
+	return SPI_processed > 0;
+}
+
+/*
+ * The name of a new claimed column's trigger: the prefix and the column
+ * name, or the attribute number when that is too long or taken (a column
+ * renamed since it was claimed keeps its trigger's name).
+ */
+static char *
+cell_trigger_name(Oid relid, const char *column, AttrNumber attnum)
+{
+	char	   *name = NULL;
+
+	if (strlen(CELL_TRIGGER_PREFIX) + strlen(column) < NAMEDATALEN)
+		name = psprintf("%s%s", CELL_TRIGGER_PREFIX, column);
+	if (name == NULL || cell_trigger_exists(relid, name))
+		name = psprintf("%sattnum_%d", CELL_TRIGGER_PREFIX, attnum);
+	if (cell_trigger_exists(relid, name))
 		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("column name \"%s\" is too long to be claimed", column),
-				 errdetail("Its trigger is named \"%s\" followed by the column name.",
-						   CELL_TRIGGER_PREFIX)));
-	return psprintf("%s%s", CELL_TRIGGER_PREFIX, column);
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("trigger \"%s\" for relation \"%s\" already exists",
+						name, get_rel_name(relid)),
+				 errhint("Rename or drop that trigger, then claim the column again.")));
+	return name;
 }
 
 /* The configured server, or 55000. */
@@ -264,14 +286,14 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	AttrNumber	attnum;
 	AttrNumber	subject_attnum;
 	AttrNumber	source_attnum;
-	char	   *source_column;
 	char	   *qualified;
 	char	   *bucket_name;
 	char	   *subject_name;
 	char	   *source_name;
 	bool		integer_valued;
 	bool		first_column;
-	Oid			types[8] = {REGCLASSOID, NAMEOID, TEXTOID, TEXTOID, NAMEOID, TEXTOID, NAMEOID};
+	char	   *trigger;
+	Oid			types[8] = {REGCLASSOID, INT2OID, TEXTOID, TEXTOID, INT2OID, TEXTOID, INT2OID, NAMEOID};
 	Datum		values[8];
 	StringInfoData sql;
 
@@ -317,14 +339,13 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 						subject_column, RelationGetRelationName(rel)),
 				 errdetail("The subject id at the claims store is a 64-bit integer.")));
 	source_attnum = cell_source_column(rel);
-	source_column = pstrdup(NameStr(TupleDescAttr(RelationGetDescr(rel), source_attnum - 1)->attname));
 	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										   RelationGetRelationName(rel));
 
 	SPI_connect();
 	values[0] = ObjectIdGetDatum(relid);
-	values[1] = PG_GETARG_DATUM(1);
-	cell_spi("SELECT 1 FROM claims_cell.claimed_columns WHERE table_name = $1 AND column_name = $2",
+	values[1] = Int16GetDatum(attnum);
+	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name = $1 AND attnum = $2",
 			 2, types, values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
@@ -332,9 +353,10 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 errmsg("column \"%s\" of table \"%s\" is already claimed",
 						column, RelationGetRelationName(rel)),
 				 errhint("Use claims_cell.set_claiming to pause or resume it, claims_cell.unclaim_column to stop.")));
-	cell_spi("SELECT 1 FROM claims_cell.claimed_columns WHERE table_name = $1",
+	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name = $1",
 			 1, types, values, SPI_OK_SELECT);
 	first_column = SPI_processed == 0;
+	trigger = cell_trigger_name(relid, column, attnum);
 
 	cell_conn_prepare(cell_configured_server());
 	cell_resolve_types(bucket, subject, source, &bucket_name, &integer_valued,
@@ -342,22 +364,23 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 
 	values[2] = CStringGetTextDatum(bucket_name);
 	values[3] = CStringGetTextDatum(subject_name);
-	values[4] = PG_GETARG_DATUM(4);
+	values[4] = Int16GetDatum(subject_attnum);
 	values[5] = CStringGetTextDatum(source_name);
-	values[6] = DirectFunctionCall1(namein, CStringGetDatum(source_column));
-	cell_spi("INSERT INTO claims_cell.claimed_columns (table_name, column_name, bucket_type,"
-			 " subject_type, subject_column, source_type, source_column)"
-			 " VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			 7, types, values, SPI_OK_INSERT);
+	values[6] = Int16GetDatum(source_attnum);
+	values[7] = DirectFunctionCall1(namein, CStringGetDatum(trigger));
+	cell_spi("INSERT INTO claims_cell.claimed_attributes (table_name, attnum, bucket_type,"
+			 " subject_type, subject_attnum, source_type, source_attnum, trigger_name)"
+			 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			 8, types, values, SPI_OK_INSERT);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW"
-					 " EXECUTE FUNCTION claims_cell.collect(%s, %s, %s, %s, %s, %s, %s)",
-					 quote_identifier(cell_trigger_name(column)), qualified,
-					 quote_literal_cstr(column), quote_literal_cstr(bucket_name),
-					 quote_literal_cstr(subject_name), quote_literal_cstr(subject_column),
-					 quote_literal_cstr(source_name), quote_literal_cstr(source_column),
+					 " EXECUTE FUNCTION claims_cell.collect('%d', %s, %s, '%d', %s, '%d', %s)",
+					 quote_identifier(trigger), qualified,
+					 attnum, quote_literal_cstr(bucket_name),
+					 quote_literal_cstr(subject_name), subject_attnum,
+					 quote_literal_cstr(source_name), source_attnum,
 					 integer_valued ? "'t'" : "'f'");
 	cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
 	if (first_column)
@@ -374,21 +397,33 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* Update or delete the declaration of a claimed column, or 42704. */
-static void
-cell_find_claimed(Oid relid, Datum column, const char *sql, int nargs, Datum extra)
+/*
+ * Update or delete the declaration of a claimed column ($1 table, $2
+ * attnum, $3 extra) returning its trigger's name; 42703 or 42704 when
+ * the column does not exist or is not claimed.
+ */
+static char *
+cell_find_claimed(Oid relid, const char *column, const char *sql, int nargs, Datum extra)
 {
-	Oid			types[3] = {REGCLASSOID, NAMEOID, BOOLOID};
-	Datum		values[3] = {ObjectIdGetDatum(relid), column, extra};
-	int			ret = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+	AttrNumber	attnum = get_attnum(relid, column);
+	Oid			types[3] = {REGCLASSOID, INT2OID, BOOLOID};
+	Datum		values[3] = {ObjectIdGetDatum(relid), Int16GetDatum(attnum), extra};
+	int			ret;
 
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						column, get_rel_name(relid))));
+	ret = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
 	if (ret < 0)
 		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql, SPI_result_code_string(ret));
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("column \"%s\" of table \"%s\" is not claimed",
-						NameStr(*DatumGetName(column)), get_rel_name(relid))));
+						column, get_rel_name(relid))));
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
 /*
@@ -402,20 +437,22 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 	char	   *column;
 	bool		enabled;
 	char	   *sql;
+	char	   *trigger;
 
 	cell_require_args(fcinfo, 3);
 	relid = PG_GETARG_OID(0);
 	column = NameStr(*PG_GETARG_NAME(1));
 	enabled = PG_GETARG_BOOL(2);
 	SPI_connect();
-	cell_find_claimed(relid, PG_GETARG_DATUM(1),
-					  "UPDATE claims_cell.claimed_columns SET enabled = $3, updated_at = now()"
-					  " WHERE table_name = $1 AND column_name = $2", 3, BoolGetDatum(enabled));
+	trigger = cell_find_claimed(relid, column,
+								"UPDATE claims_cell.claimed_attributes SET enabled = $3, updated_at = now()"
+								" WHERE table_name = $1 AND attnum = $2 RETURNING trigger_name",
+								3, BoolGetDatum(enabled));
 	sql = psprintf("ALTER TABLE %s %s TRIGGER %s",
 				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 											  get_rel_name(relid)),
 				   enabled ? "ENABLE" : "DISABLE",
-				   quote_identifier(cell_trigger_name(column)));
+				   quote_identifier(trigger));
 	cell_spi(sql, 0, NULL, NULL, SPI_OK_UTILITY);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -431,6 +468,7 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	Oid			relid;
 	char	   *column;
 	char	   *qualified;
+	char	   *trigger;
 	Oid			types[1] = {REGCLASSOID};
 	Datum		values[1];
 
@@ -440,14 +478,14 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 										   get_rel_name(relid));
 	SPI_connect();
-	cell_find_claimed(relid, PG_GETARG_DATUM(1),
-					  "DELETE FROM claims_cell.claimed_columns"
-					  " WHERE table_name = $1 AND column_name = $2", 2, (Datum) 0);
-	cell_spi(psprintf("DROP TRIGGER IF EXISTS %s ON %s",
-					  quote_identifier(cell_trigger_name(column)), qualified),
+	trigger = cell_find_claimed(relid, column,
+								"DELETE FROM claims_cell.claimed_attributes"
+								" WHERE table_name = $1 AND attnum = $2 RETURNING trigger_name",
+								2, (Datum) 0);
+	cell_spi(psprintf("DROP TRIGGER IF EXISTS %s ON %s", quote_identifier(trigger), qualified),
 			 0, NULL, NULL, SPI_OK_UTILITY);
 	values[0] = ObjectIdGetDatum(relid);
-	cell_spi("SELECT 1 FROM claims_cell.claimed_columns WHERE table_name = $1",
+	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name = $1",
 			 1, types, values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_truncate ON %s", qualified),

@@ -321,6 +321,9 @@ cell_try(const char *sql, int nparams, const char *const *params,
 	CellCallStatus st;
 	char	   *full;
 
+	/* a call ended by FATAL left its command running: start afresh */
+	if (cell_conn != NULL && PQtransactionStatus(cell_conn) == PQTRANS_ACTIVE)
+		cell_conn_discard();
 	if (cell_conn == NULL && (st = cell_connect(deadline, interruptible, r)) != CELL_CALL_OK)
 		return st;
 	if (cell_schema == NULL && (st = cell_find_schema(deadline, interruptible, r)) != CELL_CALL_OK)

@@ -4,11 +4,13 @@
  *	  The lease protocol, driven by the transaction callbacks.
  *
  * PRE_COMMIT (after every deferred check): fold the transaction's changes
- * into creates and destroys, send one claims_begin_update with a lease
- * uuid chosen here (a retry after a timeout gets the same lease), map a
- * refusal to a local error, and insert the lease row into
- * claims_cell.outstanding_leases in the same transaction. COMMIT: commit
- * the lease at the store; ABORT: roll it back. Neither may raise (an
+ * into creates and destroys, split them into leases of at most
+ * claims_cell.max_batch_size records (a replace stays in one lease), send
+ * one claims_begin_update per lease with a uuid chosen here (a retry after
+ * a timeout gets the same lease), map a refusal to a local error, and
+ * insert each lease's row into claims_cell.outstanding_leases in the same
+ * transaction. COMMIT: commit the leases at the store; ABORT: roll back
+ * every lease that may exist. Neither may raise (an
  * error after the commit record would PANIC): failures become WARNINGs
  * and the lease row stays for recovery. The rows of committed leases are
  * deleted by the backend's next transaction that claims or writes.
@@ -48,10 +50,17 @@ typedef struct CellFoldEntry
 	List	   *chain;
 } CellFoldEntry;
 
-/* The lease of the current transaction. */
-static bool cell_lease_sent = false;	/* a lease may exist at the store */
-static bool cell_lease_taken = false;	/* the store confirmed it */
-static char cell_lease[UUID_LEN * 2 + 5];
+/* One lease of the current transaction. */
+typedef struct CellLease
+{
+	char		uuid[UUID_LEN * 2 + 5];
+	bool		sent;			/* a lease may exist at the store */
+	bool		taken;			/* the store confirmed it */
+} CellLease;
+
+/* The leases of the current transaction (cell_lease_cxt). */
+static MemoryContext cell_lease_cxt = NULL;
+static List *cell_leases = NIL;
 static int64 cell_lease_cell_id = 0;
 
 /* Committed leases whose local rows are still to delete (TopMemoryContext). */
@@ -158,7 +167,7 @@ cell_json_bucket(StringInfo buf, const CellChange *c)
 	appendStringInfoChar(buf, '}');
 }
 
-/* The claims_begin_update request of the folded changes; counts them. */
+/* The claims_begin_update request of one lease's values; counts them. */
 static char *
 cell_request(List *nets, int64 cell_id, const char *lease, int *ncreates, int *ndestroys)
 {
@@ -213,6 +222,66 @@ cell_request(List *nets, int64 cell_id, const char *lease, int *ncreates, int *n
 	}
 	appendStringInfoString(&buf, "]}");
 	return buf.data;
+}
+
+/* Records a folded value adds to a request: its create and its destroy. */
+static int
+cell_net_records(const CellNet *n)
+{
+	return (n->last->create ? 1 : 0) + (n->existed ? 1 : 0);
+}
+
+/*
+ * Split the folded values into leases of at most limit records each, in
+ * order; both halves of a replace stay in one lease. A list of lists.
+ */
+static List *
+cell_split(List *nets, int limit)
+{
+	List	   *chunks = NIL;
+	List	   *chunk = NIL;
+	int			size = 0;
+	ListCell   *lc;
+
+	foreach(lc, nets)
+	{
+		CellNet    *n = lfirst(lc);
+		int			k = cell_net_records(n);
+
+		if (k == 0)
+			continue;
+		if (chunk != NIL && size + k > limit)
+		{
+			chunks = lappend(chunks, chunk);
+			chunk = NIL;
+			size = 0;
+		}
+		chunk = lappend(chunk, n);
+		size += k;
+	}
+	if (chunk != NIL)
+		chunks = lappend(chunks, chunk);
+	return chunks;
+}
+
+/* A new lease of this transaction with a fresh time-ordered uuid. */
+static CellLease *
+cell_new_lease(pg_uuid_t *uuid)
+{
+	MemoryContext old;
+	CellLease  *l;
+
+	if (cell_lease_cxt == NULL)
+		cell_lease_cxt = AllocSetContextCreate(TopMemoryContext, "claims_cell leases",
+											   ALLOCSET_SMALL_SIZES);
+	claims_uuid7_fill(uuid, 1);
+	old = MemoryContextSwitchTo(cell_lease_cxt);
+	l = palloc0(sizeof(CellLease));
+	strlcpy(l->uuid, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(uuid))),
+			sizeof(l->uuid));
+	cell_leases = lappend(cell_leases, l);
+	MemoryContextSwitchTo(old);
+	return l;
 }
 
 /* The change behind the store's label of a value, or NULL. */
@@ -284,6 +353,12 @@ cell_raise_refusal(List *nets, const CellCallResult *r, int64 cell_id)
 		}
 	}
 	cell_stats_count(CELL_STAT_REFUSALS);
+	if (strcmp(s, "54000") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the claims store refused a lease of this transaction: %s", r->message),
+				 errdetail("claims_cell.max_batch_size is %d.", cell_max_batch_size),
+				 errhint("Set claims_cell.max_batch_size no higher than the store's claims.max_batch_size.")));
 	if (strcmp(s, "42501") == 0 && strncmp(r->message, "cannot destroy", 14) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -321,7 +396,60 @@ cell_flush_done_leases(void)
 }
 
 /*
- * PRE_COMMIT: take the transaction's lease at the store, then record it
+ * Take one lease on a list of folded values at the store, then record it
+ * locally (as the extension's owner). Raises when the store refuses: the
+ * abort rolls back every lease taken before.
+ */
+static void
+cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_sec)
+{
+	pg_uuid_t	uuid;
+	CellLease  *lease = cell_new_lease(&uuid);
+	int			ncreates,
+				ndestroys;
+	char	   *request = cell_request(nets, cell_id, lease->uuid, &ncreates, &ndestroys);
+	CellCallResult r;
+	const char *params[1];
+	Datum		arg = UUIDPGetDatum(&uuid);
+	Oid			argtype = UUIDOID;
+	int			ret;
+
+	lease->sent = true;
+	params[0] = request;
+	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
+	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
+	if (r.status == CELL_CALL_REMOTE_ERROR)
+	{
+		lease->sent = false;	/* a refused request leaves no lease */
+		cell_raise_refusal(nets, &r, cell_id);
+	}
+	if (r.status != CELL_CALL_OK)
+	{
+		/* a lease may exist only if a request left: ABORT rolls it back */
+		lease->sent = r.sent;
+		cell_raise_unreachable(&r);
+	}
+	if (r.value == NULL || strstr(r.value, lease->uuid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store answered with another lease than %s", lease->uuid),
+				 errdetail("Answer: %s", r.value ? r.value : "NULL")));
+	lease->taken = true;
+	if (r.tries > 1)
+		ereport(LOG,
+				(errmsg("claims_cell: lease %s taken on the second try", lease->uuid)));
+
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	ret = SPI_execute_with_args("INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
+								1, &argtype, &arg, NULL, false, 0);
+	if (ret != SPI_OK_INSERT)
+		elog(ERROR, "claims_cell: recording lease %s failed: %s", lease->uuid,
+			 SPI_result_code_string(ret));
+	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/*
+ * PRE_COMMIT: take the transaction's leases at the store, recording each
  * locally. Raises (and so aborts the commit) when the store refuses.
  */
 static void
@@ -338,12 +466,7 @@ cell_pre_commit(void)
 	int64		cell_id;
 	bool		isnull;
 	int			ret;
-	pg_uuid_t	lease;
-	char	   *request;
-	int			ncreates,
-				ndestroys;
-	CellCallResult r;
-	const char *params[1];
+	ListCell   *lc;
 
 	if (!claims && !flush)
 		return;
@@ -383,54 +506,9 @@ cell_pre_commit(void)
 	SetUserIdAndSecContext(save_user, save_sec);
 
 	cell_conn_prepare(cell_server_oid(server_name, false));
-	claims_uuid7_fill(&lease, 1);
-	strlcpy(cell_lease, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&lease))),
-			sizeof(cell_lease));
-	request = cell_request(nets, cell_id, cell_lease, &ncreates, &ndestroys);
-	if (ncreates + ndestroys == 0)
-	{
-		PopActiveSnapshot();
-		SPI_finish();
-		return;
-	}
-
 	cell_lease_cell_id = cell_id;
-	cell_lease_sent = true;
-	params[0] = request;
-	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
-	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
-	if (r.status == CELL_CALL_REMOTE_ERROR)
-	{
-		cell_lease_sent = false;	/* a refused request leaves no lease */
-		cell_raise_refusal(nets, &r, cell_id);
-	}
-	if (r.status != CELL_CALL_OK)
-	{
-		/* a lease may exist only if a request left: ABORT rolls it back */
-		cell_lease_sent = r.sent;
-		cell_raise_unreachable(&r);
-	}
-	if (r.value == NULL || strstr(r.value, cell_lease) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("the claims store answered with another lease than %s", cell_lease),
-				 errdetail("Answer: %s", r.value ? r.value : "NULL")));
-	cell_lease_taken = true;
-	if (r.tries > 1)
-		ereport(LOG,
-				(errmsg("claims_cell: lease %s taken on the second try", cell_lease)));
-
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	{
-		Datum		arg = UUIDPGetDatum(&lease);
-		Oid			argtype = UUIDOID;
-
-		ret = SPI_execute_with_args("INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
-									1, &argtype, &arg, NULL, false, 0);
-		if (ret != SPI_OK_INSERT)
-			elog(ERROR, "claims_cell: recording lease %s failed: %s", cell_lease,
-				 SPI_result_code_string(ret));
-	}
+	foreach(lc, cell_split(nets, cell_max_batch_size))
+		cell_take_lease(lfirst(lc), cell_id, owner, save_user, save_sec);
 	SetUserIdAndSecContext(save_user, save_sec);
 	PopActiveSnapshot();
 	SPI_finish();
@@ -442,8 +520,9 @@ cell_pre_commit(void)
  * lease later (its local row stays after a commit).
  */
 static void
-cell_finish_lease(bool commit)
+cell_finish_lease(CellLease *lease, bool commit)
 {
+	const char *cell_lease = lease->uuid;
 	MemoryContext cxt = CurrentMemoryContext;
 	CellCallResult r;
 	char		cell_id[32];
@@ -496,13 +575,28 @@ cell_finish_lease(bool commit)
 	PG_END_TRY();
 }
 
-/* Forget the transaction's lease and changes. */
+/* Commit (taken leases) or roll back (leases that may exist) at the store. */
+static void
+cell_finish_leases(bool commit)
+{
+	ListCell   *lc;
+
+	foreach(lc, cell_leases)
+	{
+		CellLease  *l = lfirst(lc);
+
+		if (commit ? l->taken : l->sent)
+			cell_finish_lease(l, commit);
+	}
+}
+
+/* Forget the transaction's leases and changes. */
 static void
 cell_reset(void)
 {
-	cell_lease_sent = false;
-	cell_lease_taken = false;
-	cell_lease[0] = '\0';
+	cell_leases = NIL;
+	if (cell_lease_cxt)
+		MemoryContextReset(cell_lease_cxt);
 	cell_forget_changes();
 }
 
@@ -528,14 +622,12 @@ cell_xact_callback(XactEvent event, void *arg)
 				cell_done_leases = list_delete_first_n(cell_done_leases, cell_done_flushing);
 				cell_done_flushing = 0;
 			}
-			if (cell_lease_taken)
-				cell_finish_lease(true);
+			cell_finish_leases(true);
 			cell_reset();
 			break;
 		case XACT_EVENT_ABORT:
 			cell_done_flushing = 0;
-			if (cell_lease_sent)
-				cell_finish_lease(false);
+			cell_finish_leases(false);
 			cell_reset();
 			break;
 		case XACT_EVENT_PREPARE:
