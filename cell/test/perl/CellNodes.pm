@@ -1,0 +1,86 @@
+# CellNodes: the store and cell nodes of the claims_cell TAP tests.
+#
+# A store node (claims preloaded, one login role registered per cell) and a
+# cell node (claims_cell preloaded) whose databases are cells configured
+# against the store through a claims_cell_store server and a PUBLIC user
+# mapping. Tests load it with:
+#
+#   use FindBin;
+#   use lib "$FindBin::RealBin/../perl";
+#   use CellNodes;
+package CellNodes;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+
+our @EXPORT = qw(store_node cell_node add_cell sql_state);
+
+# A started store node with cells registered: store_node(name, [id, name, role], ...).
+# Its databases are UTF8, so non-ASCII values compare byte for byte.
+sub store_node
+{
+	my ($name, @cells) = @_;
+	my $store = PostgreSQL::Test::Cluster->new($name);
+	$store->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
+	$store->append_conf('postgresql.conf', "shared_preload_libraries = 'claims'\n");
+	$store->start;
+	$store->safe_psql('postgres', 'CREATE EXTENSION claims');
+	for my $c (@cells)
+	{
+		my ($id, $cell_name, $role) = @$c;
+		$store->safe_psql('postgres', qq{
+CREATE ROLE $role LOGIN;
+SELECT claims_register_cell($id, '$cell_name', '$role');
+});
+	}
+	return $store;
+}
+
+# A started cell node: claims_cell preloaded, with extra postgresql.conf lines.
+sub cell_node
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'claims_cell'\n" . ($conf // ''));
+	$node->start;
+	return $node;
+}
+
+# Create database db on the cell node as cell id of the store, logging in
+# as role; create_options are appended to CREATE DATABASE, sql runs after
+# configure (tables, claim_column).
+sub add_cell
+{
+	my (%p) = @_;
+	my ($node, $store, $db) = @p{qw(node store db)};
+	$node->safe_psql('postgres', "CREATE DATABASE $db " . ($p{create_options} // ''));
+	$node->safe_psql($db, sprintf(q{
+CREATE EXTENSION claims_cell;
+CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
+  OPTIONS (host '%s', port '%d', dbname 'postgres');
+CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s');
+SELECT claims_cell.configure(server_name => 'topology', cell_id => %d);
+%s
+}, $store->host, $store->port, $p{role}, $p{cell_id}, $p{sql} // ''));
+	return;
+}
+
+# Run SQL in a database of a node, verbose errors; returns (SQLSTATE or
+# '00000', stdout, stderr). Extra psql parameters (e.g. extra_params) pass on.
+sub sql_state
+{
+	my ($node, $db, $sql, %params) = @_;
+	my ($out, $err) = ('', '');
+	$node->psql($db, "\\set VERBOSITY verbose\n$sql",
+		stdout => \$out, stderr => \$err, on_error_stop => 1, %params);
+	my $state = $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : '00000';
+	return ($state, $out, $err);
+}
+
+1;
