@@ -43,7 +43,7 @@ typedef struct CellChange
 	char	   *subject_type;
 	int64		subject_id;
 	char	   *source_type;
-	char	   *source_id;
+	char	   *source_id;		/* the row's primary key, creates and destroys */
 	int			source_len;
 } CellChange;
 

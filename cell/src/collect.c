@@ -305,6 +305,8 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	else if (pg_mbstrlen(value) > CELL_MAX_VALUE_CHARS ||
 			 (integer_valued && !cell_is_canonical_int64(value)))
 		return;					/* never claimable, so never claimed */
+	else						/* the row it leaves, for folding */
+		source_id = cell_source_id(rel, tuple, cell_attnum(rel, args[5]), &source_len);
 
 	if (cell_pending_cxt == NULL)
 		cell_pending_cxt = AllocSetContextCreate(TopMemoryContext, "claims_cell changes",
@@ -320,12 +322,9 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	c->subject_type = pstrdup(args[2]);
 	c->subject_id = subject_id;
 	c->source_type = pstrdup(args[4]);
-	if (create)
-	{
-		c->source_id = palloc(source_len);
-		memcpy(c->source_id, source_id, source_len);
-		c->source_len = source_len;
-	}
+	c->source_id = palloc(source_len);
+	memcpy(c->source_id, source_id, source_len);
+	c->source_len = source_len;
 	cell_pending = lappend(cell_pending, c);
 	MemoryContextSwitchTo(old);
 }

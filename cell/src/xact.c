@@ -36,12 +36,21 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+/* The changes of one row to one value, in order. */
+typedef struct CellRowChanges
+{
+	CellChange *first;
+	CellChange *last;
+	int			last_pos;		/* position of last in the transaction's changes */
+} CellRowChanges;
+
 /* One claimed value after folding the transaction's changes. */
 typedef struct CellNet
 {
 	char	   *key;			/* "TYPE=value" */
-	bool		existed;		/* the first change destroyed it */
-	CellChange *last;			/* the last change */
+	bool		existed;		/* some row's first change destroyed it */
+	CellChange *last;			/* the final holder's create, else the last change */
+	List	   *rows;			/* CellRowChanges while folding */
 } CellNet;
 
 /* Values folded under one hash (collisions chain). */
@@ -100,10 +109,23 @@ cell_label(const CellChange *c)
 	return psprintf("{%s=%s}", c->bucket_type, c->value);
 }
 
+/* Whether two changes are of the same row of the same column. */
+static bool
+cell_same_row(const CellChange *a, const CellChange *b)
+{
+	return a->relid == b->relid && strcmp(a->column, b->column) == 0 &&
+		a->source_len == b->source_len &&
+		memcmp(a->source_id, b->source_id, a->source_len) == 0;
+}
+
 /*
- * Fold the changes: per value, whether it existed before the transaction
- * (its first change destroyed it) and its last change. Order of first
- * appearance is kept.
+ * Fold the changes per value. Several rows may change one value in one
+ * transaction (two rows swap their values in one UPDATE): the value
+ * existed before the transaction if some row's first change to it is a
+ * destroy, and its final holder is the row whose last change to it is a
+ * create (the latest such row). The net is a create, a destroy, or, when
+ * it existed and still exists, a replace carrying the holder's subject and
+ * source. Order of first appearance is kept.
  */
 static List *
 cell_fold(List *changes)
@@ -126,6 +148,7 @@ cell_fold(List *changes)
 		bool		found;
 		CellFoldEntry *entry;
 		CellNet    *net = NULL;
+		CellRowChanges *row;
 		ListCell   *lc2;
 
 		/* a table dropped by this transaction claims and releases nothing */
@@ -148,13 +171,50 @@ cell_fold(List *changes)
 		{
 			net = palloc0(sizeof(CellNet));
 			net->key = key;
-			net->existed = !c->create;
 			nets = lappend(nets, net);
 			entry->chain = lappend(entry->chain, net);
 		}
+		row = NULL;
+		foreach(lc2, net->rows)
+		{
+			CellRowChanges *r = lfirst(lc2);
+
+			if (cell_same_row(r->first, c))
+				row = r;
+		}
+		if (row == NULL)
+		{
+			row = palloc0(sizeof(CellRowChanges));
+			row->first = c;
+			net->rows = lappend(net->rows, row);
+		}
+		row->last = c;
+		row->last_pos = foreach_current_index(lc);
 		net->last = c;
 	}
 	hash_destroy(h);
+
+	foreach(lc, nets)
+	{
+		CellNet    *net = lfirst(lc);
+		CellRowChanges *holder = NULL;
+		ListCell   *lc2;
+
+		foreach(lc2, net->rows)
+		{
+			CellRowChanges *r = lfirst(lc2);
+
+			if (!r->first->create)
+				net->existed = true;
+			/* the latest create among the rows that end holding it */
+			if (r->last->create && (holder == NULL || r->last_pos > holder->last_pos))
+				holder = r;
+		}
+		if (holder != NULL)
+			net->last = holder->last;
+		list_free_deep(net->rows);
+		net->rows = NIL;
+	}
 	return nets;
 }
 
