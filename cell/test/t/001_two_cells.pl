@@ -5,6 +5,9 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use CellNodes;
 use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -12,41 +15,20 @@ use Test::More;
 use Time::HiRes ();
 
 # The store: claims preloaded, one login role per cell.
-my $store = PostgreSQL::Test::Cluster->new('store');
-$store->init;
-$store->append_conf('postgresql.conf', "shared_preload_libraries = 'claims'\n");
-$store->start;
-$store->safe_psql('postgres', q{
-CREATE EXTENSION claims;
-CREATE ROLE cell_one LOGIN;
-CREATE ROLE cell_two LOGIN;
-SELECT claims_register_cell(1, 'cell-one', 'cell_one');
-SELECT claims_register_cell(2, 'cell-two', 'cell_two');
-});
+my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 'cell_two' ]);
 
 # The cells: one server, two databases, each its own cell.
-my $node = PostgreSQL::Test::Cluster->new('cells');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'claims_cell'
-max_prepared_transactions = 2
+my $node = cell_node('cells', qq{max_prepared_transactions = 2
 claims_cell.breaker_threshold = 3
 claims_cell.breaker_cooldown = 1500ms
 });
-$node->start;
 
 my %cell_db = (1 => 'cell1', 2 => 'cell2');
 my %cell_role = (1 => 'cell_one', 2 => 'cell_two');
 for my $cell (1, 2)
 {
-	my $db = $cell_db{$cell};
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql($db, sprintf(q{
-CREATE EXTENSION claims_cell;
-CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
-  OPTIONS (host '%s', port '%d', dbname 'postgres');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s');
-SELECT claims_cell.configure(server_name => 'topology', cell_id => %d);
+	add_cell(node => $node, store => $store, db => $cell_db{$cell}, cell_id => $cell,
+		role => $cell_role{$cell}, sql => q{
 CREATE TABLE users (id bigint PRIMARY KEY, username text, name text);
 CREATE TABLE keys (id bigint PRIMARY KEY, user_id bigint REFERENCES users ON DELETE CASCADE,
                    fingerprint text);
@@ -56,18 +38,14 @@ SELECT claims_cell.claim_column('public.users', 'username',
          source_type => 'RAILS_TABLE_USERS');
 SELECT claims_cell.claim_column('keys', 'fingerprint', 'SSH_KEY_FINGERPRINTS', 'USER', 'user_id',
          'RAILS_TABLE_KEYS');
-}, $store->host, $store->port, $cell_role{$cell}, $cell));
+});
 }
 
 # Run SQL in a cell; returns (SQLSTATE or '00000', stdout, stderr).
 sub cell_sql
 {
 	my ($cell, $sql) = @_;
-	my ($out, $err) = ('', '');
-	$node->psql($cell_db{$cell}, "\\set VERBOSITY verbose\n$sql",
-		stdout => \$out, stderr => \$err, on_error_stop => 1);
-	my $state = $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : '00000';
-	return ($state, $out, $err);
+	return sql_state($node, $cell_db{$cell}, $sql);
 }
 
 # The SQLSTATE of SQL run in a cell.

@@ -4,6 +4,9 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use CellNodes;
 use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -11,36 +14,14 @@ use Test::More;
 use Time::HiRes ();
 
 # The store: claims preloaded, one login role per cell.
-my $store = PostgreSQL::Test::Cluster->new('store');
-$store->init;
-$store->append_conf('postgresql.conf', "shared_preload_libraries = 'claims'\n");
-$store->start;
-$store->safe_psql('postgres', q{
-CREATE EXTENSION claims;
-CREATE ROLE cell_one LOGIN;
-CREATE ROLE cell_two LOGIN;
-SELECT claims_register_cell(1, 'cell-one', 'cell_one');
-SELECT claims_register_cell(2, 'cell-two', 'cell_two');
-});
+my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 'cell_two' ]);
 
 # One cell whose calls may wait long at the store.
-my $node = PostgreSQL::Test::Cluster->new('cell');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'claims_cell'
-claims_cell.call_timeout = '60s'
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE DATABASE cell1');
-$node->safe_psql('cell1', sprintf(q{
-CREATE EXTENSION claims_cell;
-CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
-  OPTIONS (host '%s', port '%d', dbname 'postgres');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user 'cell_one');
-SELECT claims_cell.configure('topology', 1);
+my $node = cell_node('cell', "claims_cell.call_timeout = '60s'\n");
+add_cell(node => $node, store => $store, db => 'cell1', cell_id => 1, role => 'cell_one', sql => q{
 CREATE TABLE users (id bigint PRIMARY KEY, username text);
 SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
-}, $store->host, $store->port));
+});
 
 my @psql = ('psql', '-X', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port);
 

@@ -4,39 +4,23 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use CellNodes;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $store = PostgreSQL::Test::Cluster->new('store');
-$store->init;
-$store->append_conf('postgresql.conf', "shared_preload_libraries = 'claims'\n");
-$store->start;
-$store->safe_psql('postgres', q{
-CREATE EXTENSION claims;
-CREATE ROLE cell_one LOGIN;
-CREATE ROLE cell_two LOGIN;
-SELECT claims_register_cell(1, 'cell-one', 'cell_one');
-SELECT claims_register_cell(2, 'cell-two', 'cell_two');
-});
-
-my $node = PostgreSQL::Test::Cluster->new('cells');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'claims_cell'\n");
-$node->start;
+my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 'cell_two' ]);
+my $node = cell_node('cells');
 my %role = (cell1 => 'cell_one', cell2 => 'cell_two');
 for my $db ('cell1', 'cell2')
 {
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql($db, sprintf(q{
-CREATE EXTENSION claims_cell;
-CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
-  OPTIONS (host '%s', port '%d', dbname 'postgres');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s');
-SELECT claims_cell.configure('topology', %d);
+	add_cell(node => $node, store => $store, db => $db, cell_id => $db eq 'cell1' ? 1 : 2,
+		role => $role{$db}, sql => q{
 CREATE TABLE users (id bigint PRIMARY KEY, username text, email text);
 SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
-}, $store->host, $store->port, $role{$db}, $db eq 'cell1' ? 1 : 2));
+});
 }
 
 # Run SQL in a cell database: (SQLSTATE or '00000', stderr).
