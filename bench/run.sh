@@ -8,7 +8,10 @@
 # two databases:
 #   bench        the "empty" store: a small lookup set, one cell with
 #                verification data, one cell with many outstanding leases;
-#   bench_scale  the same plus BENCH_SCALE_CLAIMS claims loaded in bulk.
+#   bench_scale  the same plus BENCH_SCALE_CLAIMS claims loaded in bulk;
+#   bench_cell   (section cell) a cell: claims_cell configured as cell 902
+#                of bench, and the same lease protocol by hand over dblink
+#                (cell_setup.sql), for the claimed signup's comparison.
 # Then runs every scenario with pgbench -M prepared and prints one table:
 # scenario, clients, transactions/s, claims/s, latency p50/p99 (from the
 # per-transaction logs) and the ratio to the scenario's floor (a plain SQL
@@ -42,7 +45,8 @@
 #                            its top statements in the work directory
 #   BENCH_KEEP=1             keep the work directory (logs, server log)
 #   BENCH_RESULTS            file for the results [bench/RESULTS.md; none in
-#                            quick mode]
+#                            quick mode or with BENCH_ONLY, so that a partial
+#                            run never replaces the full table]
 #   BENCH_PORT, PG_CONFIG, CLAIMS_OS_USER
 set -u -o pipefail
 
@@ -85,6 +89,7 @@ D_SHARED_MB=$(awk '/MemTotal/ { m = int($2 / 1024 / 4); if (m < 1024) m = 1024; 
 SHARED_BUFFERS="${BENCH_SHARED_BUFFERS:-${D_SHARED_MB}MB}"
 PGSS="${BENCH_PGSS:-0}"
 KEEP="${BENCH_KEEP:-0}"
+[ -n "${BENCH_ONLY:-}" ] && D_RESULTS=""
 RESULTS_FILE="${BENCH_RESULTS-$D_RESULTS}"
 PORT="${BENCH_PORT:-$((40000 + $$ % 10000))}"
 
@@ -641,6 +646,16 @@ report() {
         echo "- shared_buffers defaults to a quarter of RAM so that both stores stay cached: on a"
         echo "  virtual machine whose OS page cache does not last, every read outside"
         echo "  shared_buffers goes to the disk, and the scale rows would measure the disk."
+        if wants cell; then
+            echo "- The cell rows: one INSERT of a user whose username, email and route claims_cell"
+            echo "  claims at COMMIT, in a cell database on the same server as the store (its"
+            echo "  begin_update and commit go over a Unix socket). \"by hand\" is the same lease"
+            echo "  protocol in a PL/pgSQL procedure called once per signup, talking to the store"
+            echo "  over a persistent dblink connection; \"unclaimed\" the same INSERT into an"
+            echo "  identical table nothing claims. The three run in rotating order every round."
+            echo "  \"claiming adds\": p50 and p99 of claimed minus unclaimed, and claimed over"
+            echo "  unclaimed tx/s. claims_cell.call_timeout is 5s for the run."
+        fi
         echo "- The machine is shared: compare the round ratios before reading much into a"
         echo "  difference of a few percent."
     else
