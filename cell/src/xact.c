@@ -29,6 +29,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -368,14 +369,20 @@ cell_raise_refusal(List *nets, const CellCallResult *r, int64 cell_id)
 	cell_raise_remote(r, "the claims store refused the claims of this transaction");
 }
 
-/* Delete the rows of leases committed by earlier transactions. */
+/*
+ * Delete the rows of leases committed by earlier transactions. The uuids go
+ * in as a uuid[] parameter: a text parameter cast in the query
+ * ($1::text::uuid[]) is an I/O coercion the planner does not fold, so the
+ * primary key could not be used and every writing transaction scanned the
+ * whole table, dead rows and leases left for recovery included.
+ */
 static void
 cell_flush_done_leases(void)
 {
 	StringInfoData arr;
 	ListCell   *lc;
 	Datum		arg;
-	Oid			argtype = TEXTOID;
+	Oid			argtype = UUIDARRAYOID;
 	int			ret;
 
 	if (cell_done_leases == NIL)
@@ -386,9 +393,9 @@ cell_flush_done_leases(void)
 		appendStringInfo(&arr, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
 						 (char *) lfirst(lc));
 	appendStringInfoChar(&arr, '}');
-	arg = CStringGetTextDatum(arr.data);
+	arg = OidInputFunctionCall(F_ARRAY_IN, arr.data, UUIDOID, -1);
 	ret = SPI_execute_with_args("DELETE FROM claims_cell.outstanding_leases"
-								" WHERE uuid = ANY ($1::text::uuid[])",
+								" WHERE uuid = ANY ($1)",
 								1, &argtype, &arg, NULL, false, 0);
 	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "claims_cell: deleting finished leases failed: %s", SPI_result_code_string(ret));
