@@ -68,6 +68,46 @@ static int64 cell_lease_cell_id = 0;
 static List *cell_done_leases = NIL;
 static int	cell_done_flushing = 0;
 
+/*
+ * The statements PRE_COMMIT runs in every claiming transaction, planned once
+ * per backend (the plan cache re-plans them after DDL on their tables, and
+ * checks privileges at each execution, as the extension's owner).
+ */
+enum
+{
+	CELL_STMT_DELETE_DONE,
+	CELL_STMT_INSERT_LEASE,
+	CELL_STMT_CONFIGURATION,
+	CELL_NSTMTS
+};
+static SPIPlanPtr cell_stmts[CELL_NSTMTS];
+
+/* Execute one of those statements (inside SPI_connect), preparing it first. */
+static int
+cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
+{
+	static const char *const sql[CELL_NSTMTS] = {
+		"DELETE FROM claims_cell.outstanding_leases WHERE uuid = ANY ($1)",
+		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
+		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
+	};
+	static const Oid argtypes[CELL_NSTMTS] = {UUIDARRAYOID, UUIDOID, InvalidOid};
+	static const int nargs[CELL_NSTMTS] = {1, 1, 0};
+
+	if (cell_stmts[stmt] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql[stmt], nargs[stmt], (Oid *) &argtypes[stmt]);
+
+		if (plan == NULL)
+			elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql[stmt],
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "claims_cell: keeping the plan of \"%s\" failed", sql[stmt]);
+		cell_stmts[stmt] = plan;
+	}
+	return SPI_execute_plan(cell_stmts[stmt], values, NULL, read_only, count);
+}
+
 /* Owner of the extension's schema, who may read and write its tables. */
 static Oid
 cell_owner(bool missing_ok)
@@ -382,7 +422,6 @@ cell_flush_done_leases(void)
 	StringInfoData arr;
 	ListCell   *lc;
 	Datum		arg;
-	Oid			argtype = UUIDARRAYOID;
 	int			ret;
 
 	if (cell_done_leases == NIL)
@@ -394,9 +433,7 @@ cell_flush_done_leases(void)
 						 (char *) lfirst(lc));
 	appendStringInfoChar(&arr, '}');
 	arg = OidInputFunctionCall(F_ARRAY_IN, arr.data, UUIDOID, -1);
-	ret = SPI_execute_with_args("DELETE FROM claims_cell.outstanding_leases"
-								" WHERE uuid = ANY ($1)",
-								1, &argtype, &arg, NULL, false, 0);
+	ret = cell_stmt_execute(CELL_STMT_DELETE_DONE, &arg, false, 0);
 	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "claims_cell: deleting finished leases failed: %s", SPI_result_code_string(ret));
 	cell_done_flushing = list_length(cell_done_leases);
@@ -418,7 +455,6 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 	CellCallResult r;
 	const char *params[1];
 	Datum		arg = UUIDPGetDatum(&uuid);
-	Oid			argtype = UUIDOID;
 	int			ret;
 
 	lease->sent = true;
@@ -447,8 +483,7 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 				(errmsg("claims_cell: lease %s taken on the second try", lease->uuid)));
 
 	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	ret = SPI_execute_with_args("INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
-								1, &argtype, &arg, NULL, false, 0);
+	ret = cell_stmt_execute(CELL_STMT_INSERT_LEASE, &arg, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "claims_cell: recording lease %s failed: %s", lease->uuid,
 			 SPI_result_code_string(ret));
@@ -500,7 +535,7 @@ cell_pre_commit(void)
 		SPI_finish();
 		return;
 	}
-	ret = SPI_execute("SELECT server_name::text, cell_id FROM claims_cell.configuration", true, 1);
+	ret = cell_stmt_execute(CELL_STMT_CONFIGURATION, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: reading the configuration failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
