@@ -660,7 +660,8 @@ report() {
             echo "  begin_update and commit go over a Unix socket). \"by hand\" is the same lease"
             echo "  protocol in a PL/pgSQL procedure called once per signup, talking to the store"
             echo "  over a persistent dblink connection; \"unclaimed\" the same INSERT into an"
-            echo "  identical table nothing claims. The three run in rotating order every round."
+            echo "  identical table nothing claims. The three run in rotating order every round,"
+            echo "  each after VACUUM ANALYZE of the cell and the store."
             echo "  \"claiming adds\": p50 and p99 of claimed minus unclaimed, and claimed over"
             echo "  unclaimed tx/s. claims_cell.call_timeout is 5s for the run."
         fi
