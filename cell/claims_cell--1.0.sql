@@ -163,7 +163,10 @@ REVOKE ALL ON FUNCTION @extschema@.configure(name, bigint),
     @extschema@.claim_column(regclass, name, text, text, name, text),
     @extschema@.set_claiming(regclass, name, boolean),
     @extschema@.unclaim_column(regclass, name),
-    @extschema@.forget_dropped(), @extschema@.stats() FROM PUBLIC;
+    @extschema@.forget_dropped(), @extschema@.stats(),
+    @extschema@.collect(), @extschema@.refuse_truncate(),
+    @extschema@.store_validator(text[], oid) FROM PUBLIC;
 REVOKE ALL ON @extschema@.stats FROM PUBLIC;
+GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.stats() TO pg_monitor;
 GRANT SELECT ON @extschema@.stats TO pg_monitor;

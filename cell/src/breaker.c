@@ -87,7 +87,9 @@ cell_breaker_is_shared(void)
 static CellBreakerSlot *
 cell_slot(void)
 {
-	CellBreakerSlot *free_slot = NULL;
+	CellBreakerSlot *unused = NULL;
+	CellBreakerSlot *idle = NULL;
+	CellBreakerSlot *s;
 
 	if (cell_shared == NULL)
 	{
@@ -101,18 +103,24 @@ cell_slot(void)
 	}
 	for (int i = 0; i < CELL_BREAKER_SLOTS; i++)
 	{
-		CellBreakerSlot *s = &cell_shared->slots[i];
-
+		s = &cell_shared->slots[i];
 		if (s->dbid == MyDatabaseId)
 			return s;
-		if (free_slot == NULL && (s->dbid == InvalidOid || s->in_flight == 0))
-			free_slot = s;
+		if (s->dbid == InvalidOid)
+		{
+			if (unused == NULL)
+				unused = s;
+		}
+		else if (idle == NULL && s->in_flight == 0 && !s->probing)
+			idle = s;
 	}
-	if (free_slot == NULL)
-		free_slot = &cell_shared->slots[MyDatabaseId % CELL_BREAKER_SLOTS];
-	memset(free_slot, 0, sizeof(CellBreakerSlot));
-	free_slot->dbid = MyDatabaseId;
-	return free_slot;
+	/* take another database's slot only when none is unused */
+	s = unused ? unused : idle;
+	if (s == NULL)
+		return &cell_local_slot;	/* full: count alone rather than corrupt */
+	memset(s, 0, sizeof(CellBreakerSlot));
+	s->dbid = MyDatabaseId;
+	return s;
 }
 
 /* Take the shared mutex (no-op without preloading). */

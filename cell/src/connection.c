@@ -19,6 +19,7 @@
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_user_mapping.h"
 #include "libpq-fe.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -55,8 +56,24 @@ static void
 cell_conn_discard(void)
 {
 	if (cell_conn)
+	{
+		/* a statement may still run at the store: cancel it (postgres_fdw) */
+		if (PQtransactionStatus(cell_conn) == PQTRANS_ACTIVE)
+		{
+			PGcancel   *cancel = PQgetCancel(cell_conn);
+			char		errbuf[256];
+
+			if (cancel != NULL)
+			{
+				(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+				PQfreeCancel(cancel);
+			}
+		}
 		PQfinish(cell_conn);
+	}
 	cell_conn = NULL;
+	if (cell_schema)
+		pfree(cell_schema);
 	cell_schema = NULL;
 }
 
@@ -121,7 +138,7 @@ cell_conn_prepare(Oid serverid)
 	cell_values[i] = pstrdup("claims_cell");
 	i++;
 	cell_keywords[i] = pstrdup("client_encoding");
-	cell_values[i] = pstrdup("UTF8");
+	cell_values[i] = pstrdup(GetDatabaseEncodingName());	/* as postgres_fdw */
 	if (cell_label)
 		pfree(cell_label);
 	cell_label = psprintf("%s:%s/%s", host, port, dbname);
@@ -212,9 +229,10 @@ static CellCallStatus
 cell_exec(const char *sql, int nparams, const char *const *params,
 		  TimestampTz deadline, bool interruptible, CellCallResult *r)
 {
-	PGresult   *last = NULL;
+	PGresult   *volatile last = NULL;
 	PGresult   *res;
 	int			flushed;
+	CellCallStatus status = CELL_CALL_OK;
 
 	if (!PQsendQueryParams(cell_conn, sql, nparams, NULL, params, NULL, NULL, 0))
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
@@ -226,27 +244,45 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 	}
 	if (flushed < 0)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-	for (;;)
+	/* an interrupt in cell_wait must not leak the result held in last */
+	PG_TRY();
 	{
-		while (PQisBusy(cell_conn))
+		for (;;)
 		{
-			if (!cell_wait(cell_conn, false, deadline, interruptible))
+			while (PQisBusy(cell_conn))
 			{
-				PQclear(last);
-				return cell_fail(r, CELL_CALL_TIMEOUT, "no answer before the deadline");
+				if (!cell_wait(cell_conn, false, deadline, interruptible))
+				{
+					PQclear(last);
+					last = NULL;
+					status = cell_fail(r, CELL_CALL_TIMEOUT, "no answer before the deadline");
+					break;
+				}
+				if (!PQconsumeInput(cell_conn))
+				{
+					PQclear(last);
+					last = NULL;
+					status = cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+					break;
+				}
 			}
-			if (!PQconsumeInput(cell_conn))
-			{
-				PQclear(last);
-				return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-			}
+			if (status != CELL_CALL_OK)
+				break;
+			res = PQgetResult(cell_conn);
+			if (res == NULL)
+				break;
+			PQclear(last);
+			last = res;
 		}
-		res = PQgetResult(cell_conn);
-		if (res == NULL)
-			break;
-		PQclear(last);
-		last = res;
 	}
+	PG_CATCH();
+	{
+		PQclear(last);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (status != CELL_CALL_OK)
+		return status;
 	if (last == NULL || PQstatus(cell_conn) == CONNECTION_BAD)
 	{
 		PQclear(last);

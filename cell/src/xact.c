@@ -30,6 +30,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -57,6 +58,7 @@ typedef struct CellLease
 	char		uuid[UUID_LEN * 2 + 5];
 	bool		sent;			/* a lease may exist at the store */
 	bool		taken;			/* the store confirmed it */
+	bool		in_doubt;		/* an abandoned try may still create it */
 } CellLease;
 
 /* The leases of the current transaction (cell_lease_cxt). */
@@ -87,7 +89,7 @@ static int
 cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
 {
 	static const char *const sql[CELL_NSTMTS] = {
-		"DELETE FROM claims_cell.outstanding_leases WHERE uuid = ANY ($1)",
+		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY ($1)",
 		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
 		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
 	};
@@ -160,12 +162,19 @@ cell_fold(List *changes)
 	foreach(lc, changes)
 	{
 		CellChange *c = lfirst(lc);
-		char	   *key = psprintf("%s=%s", c->bucket_type, c->value);
-		uint64		hash = hash_bytes_extended((const unsigned char *) key, strlen(key), 0);
+		char	   *key;
+		uint64		hash;
 		bool		found;
-		CellFoldEntry *entry = hash_search(h, &hash, HASH_ENTER, &found);
+		CellFoldEntry *entry;
 		CellNet    *net = NULL;
 		ListCell   *lc2;
+
+		/* a table dropped by this transaction claims and releases nothing */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(c->relid)))
+			continue;
+		key = psprintf("%s=%s", c->bucket_type, c->value);
+		hash = hash_bytes_extended((const unsigned char *) key, strlen(key), 0);
+		entry = hash_search(h, &hash, HASH_ENTER, &found);
 
 		if (!found)
 			entry->chain = NIL;
@@ -458,20 +467,23 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 	int			ret;
 
 	lease->sent = true;
+	lease->in_doubt = true;		/* until the store answers: a cancel leaves it so */
 	params[0] = request;
 	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
 	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
 	if (r.status == CELL_CALL_REMOTE_ERROR)
 	{
-		lease->sent = false;	/* a refused request leaves no lease */
+		/* a refusal leaves no lease, unless an abandoned first try still runs */
+		lease->sent = lease->in_doubt = (r.tries > 1);
 		cell_raise_refusal(nets, &r, cell_id);
 	}
 	if (r.status != CELL_CALL_OK)
 	{
 		/* a lease may exist only if a request left: ABORT rolls it back */
-		lease->sent = r.sent;
+		lease->sent = lease->in_doubt = r.sent;
 		cell_raise_unreachable(&r);
 	}
+	lease->in_doubt = (r.tries > 1);
 	if (r.value == NULL || strstr(r.value, lease->uuid) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -482,7 +494,8 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 		ereport(LOG,
 				(errmsg("claims_cell: lease %s taken on the second try", lease->uuid)));
 
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	ret = cell_stmt_execute(CELL_STMT_INSERT_LEASE, &arg, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "claims_cell: recording lease %s failed: %s", lease->uuid,
@@ -498,7 +511,8 @@ static void
 cell_pre_commit(void)
 {
 	bool		claims = cell_has_pending();
-	bool		flush = cell_done_leases != NIL &&
+	bool		flush = cell_done_leases != NIL && !XactReadOnly &&
+		!IsolationIsSerializable() &&
 		TransactionIdIsValid(GetTopTransactionIdIfAny());
 	Oid			owner;
 	Oid			save_user;
@@ -508,6 +522,7 @@ cell_pre_commit(void)
 	int64		cell_id;
 	bool		isnull;
 	int			ret;
+	int			save_nestlevel;
 	ListCell   *lc;
 
 	if (!claims && !flush)
@@ -525,12 +540,18 @@ cell_pre_commit(void)
 	SPI_connect();
 	/* no statement is running at PRE_COMMIT: SPI needs a snapshot */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	/* the SQL below runs as the owner: no name may resolve in the user's schemas */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	if (flush)
 		cell_flush_done_leases();
 	if (nets == NIL)
 	{
 		SetUserIdAndSecContext(save_user, save_sec);
+		AtEOXact_GUC(true, save_nestlevel);
 		PopActiveSnapshot();
 		SPI_finish();
 		return;
@@ -552,6 +573,7 @@ cell_pre_commit(void)
 	foreach(lc, cell_split(nets, cell_max_batch_size))
 		cell_take_lease(lfirst(lc), cell_id, owner, save_user, save_sec);
 	SetUserIdAndSecContext(save_user, save_sec);
+	AtEOXact_GUC(true, save_nestlevel);
 	PopActiveSnapshot();
 	SPI_finish();
 }
@@ -589,7 +611,8 @@ cell_finish_lease(CellLease *lease, bool commit)
 				MemoryContextSwitchTo(old);
 			}
 		}
-		else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, "P0002") == 0)
+		else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, "P0002") == 0 &&
+				 !lease->in_doubt)
 		{
 			/* the begin never reached the store: nothing to roll back */
 		}
@@ -661,6 +684,8 @@ cell_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_COMMIT:
 			if (cell_done_flushing > 0)
 			{
+				for (int i = 0; i < cell_done_flushing; i++)
+					pfree(list_nth(cell_done_leases, i));
 				cell_done_leases = list_delete_first_n(cell_done_leases, cell_done_flushing);
 				cell_done_flushing = 0;
 			}

@@ -331,9 +331,36 @@ sub connect
 sub query
 {
 	my ($self, $sql) = @_;
+	$self->send($sql);
+	return $self->result;
+}
+
+# Send one statement without waiting for its answer (a statement that is
+# expected to block); result() then waits for it.
+sub send
+{
+	my ($self, $sql) = @_;
 	my $n = ++$self->{n};
 	my $banner = "__claims_done_${n}__";
-	my %r = (ts => now());
+	$self->{pending} = { banner => $banner, ts => now() };
+	return unless $self->{h};
+	$self->{out} = '';
+	$self->{err} = '';
+	$self->{timer}->start($self->{timeout});
+	my $bytes = $sql;
+	utf8::encode($bytes);
+	$self->{in} .= "$bytes\n;\n\\echo $banner :SQLSTATE\n";
+	eval { $self->{h}->pump_nb; 1 };
+	return;
+}
+
+# The answer of the statement sent last, waiting for it.
+sub result
+{
+	my ($self) = @_;
+	my $p = delete $self->{pending} // { banner => '__claims_nothing_sent__', ts => now() };
+	my $banner = $p->{banner};
+	my %r = (ts => $p->{ts});
 	if (!$self->{h})
 	{
 		$r{lost} = 1;
@@ -341,16 +368,15 @@ sub query
 		$r{err} = 'not connected';
 		return \%r;
 	}
-	$self->{out} = '';
-	$self->{err} = '';
-	$self->{timer}->start($self->{timeout});
-	my $bytes = $sql;
-	utf8::encode($bytes);
-	$self->{in} .= "$bytes\n;\n\\echo $banner :SQLSTATE\n";
+	# psql prints the banner with an empty SQLSTATE when the statement
+	# failed without reaching the server (the connection was closed while
+	# psql was idle, by a crash restart for instance); it does not end
+	# then, so that counts as lost too.
 	my $ok = eval {
-		while ($self->{out} !~ /$banner (\w+)\n/)
+		while ($self->{out} !~ /$banner (\w*)\n/)
 		{
 			die "psql ended\n" unless $self->{h}->pumpable;
+			die "no answer within $self->{timeout} s\n" if $self->{timer}->is_expired;
 			$self->{h}->pump;
 		}
 		1;
