@@ -8,7 +8,10 @@
 # two databases:
 #   bench        the "empty" store: a small lookup set, one cell with
 #                verification data, one cell with many outstanding leases;
-#   bench_scale  the same plus BENCH_SCALE_CLAIMS claims loaded in bulk.
+#   bench_scale  the same plus BENCH_SCALE_CLAIMS claims loaded in bulk;
+#   bench_cell   (section cell) a cell: claims_cell configured as cell 902
+#                of bench, and the same lease protocol by hand over dblink
+#                (cell_setup.sql), for the claimed signup's comparison.
 # Then runs every scenario with pgbench -M prepared and prints one table:
 # scenario, clients, transactions/s, claims/s, latency p50/p99 (from the
 # per-transaction logs) and the ratio to the scenario's floor (a plain SQL
@@ -34,14 +37,16 @@
 #   BENCH_BATCH              backfill batch size [1000]
 #   BENCH_CONTENTION_CLIENTS [16]; BENCH_CONTENTION_SECONDS [2 x BENCH_SECONDS]
 #   BENCH_HOT_VALUES         hot values of the contention run [100]
+#   BENCH_CELL_CLIENTS       client counts of the cell section [1 8]
 #   BENCH_ONLY               sections to run, of: scale signup lookup backfill
-#                            rename list_records list_leases contention [all]
+#                            rename list_records list_leases contention cell [all]
 #   BENCH_SHARED_BUFFERS     [a quarter of RAM, at least 1GB, at most 8GB]
 #   BENCH_PGSS=1             preload pg_stat_statements (track = all) and keep
 #                            its top statements in the work directory
 #   BENCH_KEEP=1             keep the work directory (logs, server log)
 #   BENCH_RESULTS            file for the results [bench/RESULTS.md; none in
-#                            quick mode]
+#                            quick mode or with BENCH_ONLY, so that a partial
+#                            run never replaces the full table]
 #   BENCH_PORT, PG_CONFIG, CLAIMS_OS_USER
 set -u -o pipefail
 
@@ -76,20 +81,24 @@ CONT_CLIENTS="${BENCH_CONTENTION_CLIENTS:-16}"
 CONT_SECS="${BENCH_CONTENTION_SECONDS:-$((2 * SECS))}"
 NHOT="${BENCH_HOT_VALUES:-100}"
 RENAME_POOL=1000
-ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention}"
+CELL_CLIENTS="${BENCH_CELL_CLIENTS:-1 8}"
+ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention cell}"
 # A quarter of RAM (1GB to 8GB): the stores must stay in shared_buffers,
 # because machines like the one in RESULTS.md give no lasting OS page cache.
 D_SHARED_MB=$(awk '/MemTotal/ { m = int($2 / 1024 / 4); if (m < 1024) m = 1024; if (m > 8192) m = 8192; print m }' /proc/meminfo)
 SHARED_BUFFERS="${BENCH_SHARED_BUFFERS:-${D_SHARED_MB}MB}"
 PGSS="${BENCH_PGSS:-0}"
 KEEP="${BENCH_KEEP:-0}"
+[ -n "${BENCH_ONLY:-}" ] && D_RESULTS=""
 RESULTS_FILE="${BENCH_RESULTS-$D_RESULTS}"
 PORT="${BENCH_PORT:-$((40000 + $$ % 10000))}"
 
 SCAN_CELL=900
 LEASE_CELL=901
+CELL_CELL=902
 DB=bench
 DB_SCALE=bench_scale
+DB_CELL=bench_cell
 
 WORK=""
 SOCK=""
@@ -179,7 +188,10 @@ start_server() {
     as_server "$BINDIR/initdb" -D "$WORK/data" -U bench -A trust -E UTF8 --locale=C \
         >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log"; die "initdb failed"; }
     local preload="claims"
-    [ "$PGSS" = 1 ] && preload="claims,pg_stat_statements"
+    # The cell section's cell database loads claims_cell (its circuit
+    # breaker lives in shared memory).
+    wants cell && preload="$preload,claims_cell"
+    [ "$PGSS" = 1 ] && preload="$preload,pg_stat_statements"
     cat >>"$WORK/data/postgresql.conf" <<EOF
 
 # claims benchmark
@@ -200,6 +212,11 @@ maintenance_work_mem = 512MB
 effective_cache_size = 8GB
 log_lock_waits = on
 EOF
+    if wants cell; then
+        # A throughput run: a store call held up by a stalled fsync on a
+        # noisy machine should wait, not fail the client with 08006.
+        echo "claims_cell.call_timeout = 5s" >>"$WORK/data/postgresql.conf"
+    fi
     if [ "$PGSS" = 1 ]; then
         echo "pg_stat_statements.track = all" >>"$WORK/data/postgresql.conf"
     fi
@@ -218,7 +235,7 @@ bench_cells() {
     for c in $CLIENTS $SCALE_CLIENTS; do
         [ "$c" -gt "$max" ] && max="$c"
     done
-    echo "ARRAY[$(seq -s, 1 "$max"),$(seq -s, 100 149),$SCAN_CELL,$LEASE_CELL,1001,1002,1003,1004]::bigint[]"
+    echo "ARRAY[$(seq -s, 1 "$max"),$(seq -s, 100 149),$SCAN_CELL,$LEASE_CELL,$CELL_CELL,1001,1002,1003,1004]::bigint[]"
 }
 
 # The role a script's clients connect as: floors write the tables as the
@@ -226,6 +243,7 @@ bench_cells() {
 script_user() {
     case "$1" in
         *_floor.sql) echo bench ;;
+        cell_*.sql) echo bench ;;
         lookup.sql) echo bench_router ;;
         *) echo bench_cell ;;
     esac
@@ -273,6 +291,7 @@ load_data() {
                 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
                   AND c.relname LIKE 'claim%'" >/dev/null || die "vacuum or prewarm of $db failed"
     done
+    wants cell && load_cell
     psql_db "$DB" -c "CHECKPOINT"
     DB_SIZES="$(psql_val postgres "SELECT string_agg(datname || ' ' || pg_size_pretty(pg_database_size(datname)), ', ' ORDER BY datname)
                                    FROM pg_database WHERE datname LIKE 'bench%'")"
@@ -291,6 +310,15 @@ load_data() {
     read -r LEASE_PAGES LEASE_ITEMS <<<"$sweep"
     [ "$LEASE_ITEMS" = "$LEASES" ] || die "leases sweep returned $LEASE_ITEMS of $LEASES"
     progress "loaded: records sweep $REC_ITEMS in $REC_PAGES pages, leases sweep $LEASE_ITEMS in $LEASE_PAGES pages"
+}
+
+# The cell section's database: claims_cell configured as cell $CELL_CELL of
+# the store $DB on this same server, and the by-hand protocol (cell_setup.sql).
+load_cell() {
+    progress "load $DB_CELL: claims_cell as cell $CELL_CELL of $DB, dblink, the users tables"
+    psql_db postgres -c "CREATE DATABASE $DB_CELL" >/dev/null || die "createdb $DB_CELL failed"
+    psql_db "$DB_CELL" -v sock="$SOCK" -v port="$PORT" -v store="$DB" -v cell="$CELL_CELL" \
+        -f "$BENCH_DIR/cell_setup.sql" >/dev/null || die "setup of $DB_CELL failed"
 }
 
 # p50 and p99 latency in ms of the per-transaction logs of a tag
@@ -437,6 +465,57 @@ single() {
     emit_row "$label" "$clients" "$m" "$mult" "$tag" "" ""
 }
 
+# Before every cell run: vacuum what the earlier runs wrote, in the cell and
+# at the store. Otherwise autovacuum of the store's claims and leases (or of
+# the unclaimed table, which grows ten times faster) lands on whichever run
+# comes next, and in a rotation that is mostly the same scenario.
+cell_vacuum() {
+    psql_db "$DB_CELL" -c "VACUUM ANALYZE" && psql_db "$DB" -c "VACUUM ANALYZE"
+}
+
+# compare_cell CLIENTS: the claimed signup, the same protocol by hand and the
+# unclaimed INSERT, in an order that rotates every round (A B C, B C A, C A B,
+# ...). Rows: claimed (ratio to by hand), by hand, unclaimed, and what claiming
+# adds: p50 and p99 of claimed minus unclaimed, ratio claimed / unclaimed.
+compare_cell() {
+    local c="$1" r i k
+    local keys=(claimed hand plain)
+    local labels=("cell signup, claimed" "cell signup, by hand" "cell signup, unclaimed")
+    local scripts=(cell_signup.sql cell_signup_hand.sql cell_signup_plain.sql)
+    local tps=("" "" "")
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for ((i = 0; i < 3; i++)); do
+            k=$(((i + r - 1) % 3))
+            progress "${labels[k]}, $c clients, round $r/$ROUNDS"
+            PRE_HOOK=cell_vacuum run_pgbench "cell_${keys[k]}_c$c" "$r" "$DB_CELL" "${scripts[k]}" "$c" "$SECS" \
+                -D lease=00000000-0000-0000-0000-000000000000
+            tps[k]="${tps[k]} $TPS"
+        done
+    done
+    local m0 m1 m2 spread
+    m0="$(mean ${tps[0]})" m1="$(mean ${tps[1]})" m2="$(mean ${tps[2]})"
+    spread="$(awk -v a="${tps[0]}" -v b="${tps[1]}" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) {
+            if (x[i] == "ERROR" || y[i] == "ERROR" || y[i] == 0) { print "-"; exit }
+            r = x[i] / y[i]
+            if (i == 1 || r < lo) lo = r
+            if (i == 1 || r > hi) hi = r
+        }
+        if (n > 1) printf "%.2f-%.2f\n", lo, hi }')"
+    progress "  -> claimed $m0, by hand $m1, unclaimed $m2 tx/s (claimed / by hand per round $spread)"
+    emit_row "${labels[0]}" "$c" "$m0" 3 "cell_claimed_c$c" "$(ratio "$m0" "$m1")" "by hand" "$spread"
+    emit_row "${labels[1]}" "$c" "$m1" 3 "cell_hand_c$c" "" ""
+    emit_row "${labels[2]}" "$c" "$m2" 3 "cell_plain_c$c" "" ""
+    local pc pp d
+    read -r -a pc <<<"$(percentiles "cell_claimed_c$c")"
+    read -r -a pp <<<"$(percentiles "cell_plain_c$c")"
+    d="$(awk -v a50="${pc[0]}" -v a99="${pc[1]}" -v b50="${pp[0]}" -v b99="${pp[1]}" 'BEGIN {
+        if (a50 == "-" || b50 == "-") print "-\t-"; else printf "%+.2f\t%+.2f\n", a50 - b50, a99 - b99 }')"
+    printf '%s\t%s\t-\t-\t%s\t%s\t%s\t\n' "  claiming adds (claimed - unclaimed)" "$c" "$d" \
+        "$(ratio "$m0" "$m2")" unclaimed >>"$WORK/results.tsv"
+}
+
 # Rename: the values each client destroys first.
 rename_preload() {
     psql_val "$3" "SELECT bench_preload_rename($1, $2, $RENAME_POOL)"
@@ -497,6 +576,15 @@ targets() {
         $8 == "empty" && $1 ~ /^signup/ && $1 !~ /floor/ { check("signup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
         $8 == "empty" && $1 ~ /^lookup/ && $1 !~ /floor/ { check("lookup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
         $8 == "empty" && $1 ~ /^list_records/ { check("list_records page with " scale " claims, " $2 " clients, as fast as empty (>= 0.90, noise)", $7 >= 0.90, $7) }
+        $8 == "by hand" { hand[$2] = $7; order[++n] = $2 }
+        $8 == "unclaimed" { d50[$2] = $5; d99[$2] = $6 }
+        END {
+            for (i = 1; i <= n; i++) {
+                c = order[i]
+                check("claimed signup at a cell, " c " clients, >= 0.90 of the same protocol by hand", hand[c] >= 0.90,
+                      hand[c] "; claiming adds p50 " d50[c] " ms, p99 " d99[c] " ms over the unclaimed INSERT")
+            }
+        }
     ' scale="$SCALE" "$WORK/results.tsv"
     if wants contention; then
         if [ "${CONT_DEADLOCKS:-x}" = 0 ] && [ "${CONT_LOG_DEADLOCKS:-x}" = 0 ]; then
@@ -566,6 +654,17 @@ report() {
         echo "- shared_buffers defaults to a quarter of RAM so that both stores stay cached: on a"
         echo "  virtual machine whose OS page cache does not last, every read outside"
         echo "  shared_buffers goes to the disk, and the scale rows would measure the disk."
+        if wants cell; then
+            echo "- The cell rows: one INSERT of a user whose username, email and route claims_cell"
+            echo "  claims at COMMIT, in a cell database on the same server as the store (its"
+            echo "  begin_update and commit go over a Unix socket). \"by hand\" is the same lease"
+            echo "  protocol in a PL/pgSQL procedure called once per signup, talking to the store"
+            echo "  over a persistent dblink connection; \"unclaimed\" the same INSERT into an"
+            echo "  identical table nothing claims. The three run in rotating order every round,"
+            echo "  each after VACUUM ANALYZE of the cell and the store."
+            echo "  \"claiming adds\": p50 and p99 of claimed minus unclaimed, and claimed over"
+            echo "  unclaimed tx/s. claims_cell.call_timeout is 5s for the run."
+        fi
         echo "- The machine is shared: compare the round ratios before reading much into a"
         echo "  difference of a few percent."
     else
@@ -646,6 +745,11 @@ main() {
     fi
     if wants contention; then
         run_contention
+    fi
+    if wants cell; then
+        for c in $CELL_CLIENTS; do
+            compare_cell "$c"
+        done
     fi
 
     if [ "$PGSS" = 1 ]; then

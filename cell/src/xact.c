@@ -29,6 +29,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
@@ -77,6 +78,46 @@ static int64 cell_lease_cell_id = 0;
 /* Committed leases whose local rows are still to delete (TopMemoryContext). */
 static List *cell_done_leases = NIL;
 static int	cell_done_flushing = 0;
+
+/*
+ * The statements PRE_COMMIT runs in every claiming transaction, planned once
+ * per backend (the plan cache re-plans them after DDL on their tables, and
+ * checks privileges at each execution, as the extension's owner).
+ */
+enum
+{
+	CELL_STMT_DELETE_DONE,
+	CELL_STMT_INSERT_LEASE,
+	CELL_STMT_CONFIGURATION,
+	CELL_NSTMTS
+};
+static SPIPlanPtr cell_stmts[CELL_NSTMTS];
+
+/* Execute one of those statements (inside SPI_connect), preparing it first. */
+static int
+cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
+{
+	static const char *const sql[CELL_NSTMTS] = {
+		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY ($1)",
+		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
+		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
+	};
+	static const Oid argtypes[CELL_NSTMTS] = {UUIDARRAYOID, UUIDOID, InvalidOid};
+	static const int nargs[CELL_NSTMTS] = {1, 1, 0};
+
+	if (cell_stmts[stmt] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql[stmt], nargs[stmt], (Oid *) &argtypes[stmt]);
+
+		if (plan == NULL)
+			elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql[stmt],
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "claims_cell: keeping the plan of \"%s\" failed", sql[stmt]);
+		cell_stmts[stmt] = plan;
+	}
+	return SPI_execute_plan(cell_stmts[stmt], values, NULL, read_only, count);
+}
 
 /* Owner of the extension's schema, who may read and write its tables. */
 static Oid
@@ -437,14 +478,19 @@ cell_raise_refusal(List *nets, const CellCallResult *r, int64 cell_id)
 	cell_raise_remote(r, "the claims store refused the claims of this transaction");
 }
 
-/* Delete the rows of leases committed by earlier transactions. */
+/*
+ * Delete the rows of leases committed by earlier transactions. The uuids go
+ * in as a uuid[] parameter: a text parameter cast in the query
+ * ($1::text::uuid[]) is an I/O coercion the planner does not fold, so the
+ * primary key could not be used and every writing transaction scanned the
+ * whole table, dead rows and leases left for recovery included.
+ */
 static void
 cell_flush_done_leases(void)
 {
 	StringInfoData arr;
 	ListCell   *lc;
 	Datum		arg;
-	Oid			argtype = TEXTOID;
 	int			ret;
 
 	if (cell_done_leases == NIL)
@@ -455,10 +501,8 @@ cell_flush_done_leases(void)
 		appendStringInfo(&arr, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
 						 (char *) lfirst(lc));
 	appendStringInfoChar(&arr, '}');
-	arg = CStringGetTextDatum(arr.data);
-	ret = SPI_execute_with_args("DELETE FROM claims_cell.outstanding_leases"
-								" WHERE uuid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text::pg_catalog.uuid[])",
-								1, &argtype, &arg, NULL, false, 0);
+	arg = OidInputFunctionCall(F_ARRAY_IN, arr.data, UUIDOID, -1);
+	ret = cell_stmt_execute(CELL_STMT_DELETE_DONE, &arg, false, 0);
 	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "claims_cell: deleting finished leases failed: %s", SPI_result_code_string(ret));
 	cell_done_flushing = list_length(cell_done_leases);
@@ -480,7 +524,6 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 	CellCallResult r;
 	const char *params[1];
 	Datum		arg = UUIDPGetDatum(&uuid);
-	Oid			argtype = UUIDOID;
 	int			ret;
 
 	lease->sent = true;
@@ -513,8 +556,7 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 
 	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-	ret = SPI_execute_with_args("INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
-								1, &argtype, &arg, NULL, false, 0);
+	ret = cell_stmt_execute(CELL_STMT_INSERT_LEASE, &arg, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "claims_cell: recording lease %s failed: %s", lease->uuid,
 			 SPI_result_code_string(ret));
@@ -574,7 +616,7 @@ cell_pre_commit(void)
 		SPI_finish();
 		return;
 	}
-	ret = SPI_execute("SELECT server_name::text, cell_id FROM claims_cell.configuration", true, 1);
+	ret = cell_stmt_execute(CELL_STMT_CONFIGURATION, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: reading the configuration failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
