@@ -13,6 +13,8 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
+#include <limits.h>
+
 PG_MODULE_MAGIC;
 
 int			cell_call_timeout_ms = 300;
@@ -20,6 +22,9 @@ int			cell_max_concurrent_calls = 40;
 int			cell_breaker_threshold = 5;
 int			cell_breaker_cooldown_ms = 5000;
 int			cell_max_batch_size = 1000;
+int			cell_stale_after_s = 300;
+int			cell_orphan_after_s = 3600;
+int			cell_cleanup_after_s = 5;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -86,6 +91,28 @@ _PG_init(void)
 							&cell_max_batch_size,
 							1000, 2, 100000,
 							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("claims_cell.stale_after",
+							"Age after which reconcile() settles a lease still outstanding at the store.",
+							"A lease with a local row is committed, one without is rolled back.",
+							&cell_stale_after_s,
+							300, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.orphan_after",
+							"Age after which reconcile() deletes a local lease row whose lease the store rolled back or does not know.",
+							NULL,
+							&cell_orphan_after_s,
+							3600, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.cleanup_after",
+							"Age after which reconcile() deletes the local row of a lease the store says is committed.",
+							NULL,
+							&cell_cleanup_after_s,
+							5, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	RegisterXactCallback(cell_xact_callback, NULL);

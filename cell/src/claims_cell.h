@@ -30,6 +30,9 @@ extern int	cell_max_concurrent_calls;
 extern int	cell_breaker_threshold;
 extern int	cell_breaker_cooldown_ms;
 extern int	cell_max_batch_size;
+extern int	cell_stale_after_s;
+extern int	cell_orphan_after_s;
+extern int	cell_cleanup_after_s;
 
 /* One change of a claimed value, recorded by the row trigger (collect.c). */
 typedef struct CellChange

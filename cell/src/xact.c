@@ -13,7 +13,8 @@
  * every lease that may exist. Neither may raise (an
  * error after the commit record would PANIC): failures become WARNINGs
  * and the lease row stays for recovery. The rows of committed leases are
- * deleted by the backend's next transaction that claims or writes.
+ * deleted by the backend's next transaction that claims or writes, else by
+ * claims_cell.reconcile().
  * PRE_PREPARE refuses a transaction with claims.
  *
  *-------------------------------------------------------------------------
@@ -99,7 +100,7 @@ cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
 {
 	static const char *const sql[CELL_NSTMTS] = {
 		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY ($1)",
-		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)",
+		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1) ON CONFLICT (uuid) DO NOTHING",
 		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
 	};
 	static const Oid argtypes[CELL_NSTMTS] = {UUIDARRAYOID, UUIDOID, InvalidOid};
@@ -556,10 +557,28 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 
 	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+	/*
+	 * The uuid is new, so the only row it can meet is a fence of
+	 * claims_cell.reconcile(), which inserts it before rolling back a lease
+	 * it finds without a local row. ON CONFLICT waits for the fencing
+	 * transaction: if it commits, the lease is being rolled back at the
+	 * store and this transaction must not commit; if it aborts, the row
+	 * goes in. (The fence may equally come second: it then waits for this
+	 * transaction and, when it commits, commits the lease instead.)
+	 */
 	ret = cell_stmt_execute(CELL_STMT_INSERT_LEASE, &arg, false, 0);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "claims_cell: recording lease %s failed: %s", lease->uuid,
 			 SPI_result_code_string(ret));
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("lease %s was settled by reconciliation; retry the transaction",
+						lease->uuid),
+				 errdetail("claims_cell.reconcile() found the lease outstanding at the claims store"
+						   " for longer than claims_cell.stale_after without a committed local row,"
+						   " and fenced it to roll it back."),
+				 errhint("Nothing was claimed; retry the transaction.")));
 	SetUserIdAndSecContext(save_user, save_sec);
 }
 

@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * reconcile.c
+ *	  The store calls behind claims_cell.reconcile() (written in PL/pgSQL
+ *	  in the extension script): list the cell's outstanding leases, and
+ *	  commit or roll back one lease reporting the store's answer instead of
+ *	  raising, so one failed lease does not stop a pass. Both go through
+ *	  the backend's connection, deadline and circuit breaker
+ *	  (connection.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+PG_FUNCTION_INFO_V1(claims_cell_store_list_leases);
+PG_FUNCTION_INFO_V1(claims_cell_store_finish_lease);
+PG_FUNCTION_INFO_V1(claims_cell_reconcile_settings);
+
+/*
+ * store_list_leases(server name, request jsonb) returns jsonb: one page of
+ * claims_list_leases. Raises what the store raises, 08006 when it cannot
+ * be reached.
+ */
+Datum
+claims_cell_store_list_leases(PG_FUNCTION_ARGS)
+{
+	char	   *server = NameStr(*PG_GETARG_NAME(0));
+	char	   *request = DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(1)));
+	const char *params[1];
+	CellCallResult r;
+
+	cell_conn_prepare(cell_server_oid(server, false));
+	params[0] = request;
+	cell_call("SELECT %s.claims_list_leases($1::jsonb)", 1, params, true, &r);
+	if (r.status == CELL_CALL_REMOTE_ERROR)
+		cell_raise_remote(&r, "the claims store refused to list this cell's leases");
+	if (r.status != CELL_CALL_OK)
+		cell_raise_unreachable(&r);
+	if (r.value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store answered claims_list_leases with NULL")));
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(r.value)));
+}
+
+/*
+ * store_finish_lease(server name, cell_id bigint, lease uuid, commit boolean,
+ * OUT sqlstate text, OUT message text): claims_commit or claims_rollback.
+ * sqlstate is '00000' on success, the store's SQLSTATE when it refused
+ * (55000: the lease was finished the other way, P0002: unknown lease), and
+ * 08006 when the store could not be reached. Never raises for the store.
+ */
+Datum
+claims_cell_store_finish_lease(PG_FUNCTION_ARGS)
+{
+	char	   *server = NameStr(*PG_GETARG_NAME(0));
+	int64		cell_id = PG_GETARG_INT64(1);
+	char	   *lease = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(2)));
+	bool		commit = PG_GETARG_BOOL(3);
+	char		idbuf[32];
+	const char *params[2];
+	CellCallResult r;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	cell_conn_prepare(cell_server_oid(server, false));
+	snprintf(idbuf, sizeof(idbuf), "%lld", (long long) cell_id);
+	params[0] = idbuf;
+	params[1] = lease;
+	cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
+			  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
+			  2, params, true, &r);
+	if (r.status == CELL_CALL_OK)
+	{
+		cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
+		values[0] = CStringGetTextDatum("00000");
+		nulls[1] = true;
+	}
+	else
+	{
+		values[0] = CStringGetTextDatum(r.status == CELL_CALL_REMOTE_ERROR ? r.sqlstate : "08006");
+		values[1] = CStringGetTextDatum(r.message ? r.message : "unknown failure");
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* A number of seconds as an interval. */
+static Datum
+cell_seconds(int s)
+{
+	char	   *txt = psprintf("%d seconds", s);
+
+	return DirectFunctionCall3(interval_in, CStringGetDatum(txt),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/*
+ * reconcile_settings(OUT stale_after interval, OUT orphan_after interval,
+ * OUT cleanup_after interval): the settings, read here so that they exist
+ * even when the library was not preloaded.
+ */
+Datum
+claims_cell_reconcile_settings(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = cell_seconds(cell_stale_after_s);
+	values[1] = cell_seconds(cell_orphan_after_s);
+	values[2] = cell_seconds(cell_cleanup_after_s);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
