@@ -87,7 +87,9 @@ LANGUAGE C STRICT VOLATILE;
  * background worker later) runs it often, and with full_scan about once
  * an hour.
  *
- * Passes are serialised by a transaction-level advisory lock. The store's
+ * Passes are serialised by a transaction-level advisory lock and run in
+ * READ COMMITTED (0A000 otherwise), so that each statement sees what the
+ * previous pass and the waited-for local transactions committed. The store's
  * calls run under claims_cell.call_timeout and the circuit breaker; a
  * lease whose call fails is counted pending with a WARNING; a failed
  * listing raises.
@@ -113,6 +115,12 @@ DECLARE
     placed boolean;
 BEGIN
     committed := 0; rolled_back := 0; orphans_deleted := 0; pending := 0;
+    -- each statement must see what committed before it: the fences of the
+    -- previous pass, the rows of local transactions the fence waited for
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'claims_cell.reconcile() must run in a READ COMMITTED transaction'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
     PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('claims_cell.reconcile'));
     SELECT c.server_name, c.cell_id INTO cfg FROM @extschema@.configuration c;
     IF NOT FOUND THEN

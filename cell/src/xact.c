@@ -13,8 +13,9 @@
  * every lease that may exist. Neither may raise (an
  * error after the commit record would PANIC): failures become WARNINGs
  * and the lease row stays for recovery. The rows of committed leases are
- * deleted by the backend's next transaction that claims or writes, else by
- * claims_cell.reconcile().
+ * deleted by the backend's next READ COMMITTED transaction that claims or
+ * writes (a transaction snapshot could meet claims_cell.reconcile()'s
+ * concurrent delete as a serialization failure), else by reconcile().
  * PRE_PREPARE refuses a transaction with claims.
  *
  *-------------------------------------------------------------------------
@@ -99,7 +100,9 @@ static int
 cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
 {
 	static const char *const sql[CELL_NSTMTS] = {
-		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY ($1)",
+		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY (ARRAY("
+		" SELECT l.uuid FROM claims_cell.outstanding_leases l WHERE l.uuid OPERATOR(pg_catalog.=) ANY ($1)"
+		" FOR UPDATE SKIP LOCKED))",
 		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1) ON CONFLICT (uuid) DO NOTHING",
 		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
 	};
@@ -503,6 +506,11 @@ cell_flush_done_leases(void)
 						 (char *) lfirst(lc));
 	appendStringInfoChar(&arr, '}');
 	arg = OidInputFunctionCall(F_ARRAY_IN, arr.data, UUIDOID, -1);
+	/*
+	 * claims_cell.reconcile() may be deleting the same rows: skip the ones it
+	 * holds rather than wait for its store calls (it deletes them, or a
+	 * later pass does when it rolls back).
+	 */
 	ret = cell_stmt_execute(CELL_STMT_DELETE_DONE, &arg, false, 0);
 	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "claims_cell: deleting finished leases failed: %s", SPI_result_code_string(ret));
@@ -591,7 +599,7 @@ cell_pre_commit(void)
 {
 	bool		claims = cell_has_pending();
 	bool		flush = cell_done_leases != NIL && !XactReadOnly &&
-		!IsolationIsSerializable() &&
+		!IsolationUsesXactSnapshot() &&
 		TransactionIdIsValid(GetTopTransactionIdIfAny());
 	Oid			owner;
 	Oid			save_user;

@@ -240,6 +240,26 @@ is(reconcile(q{SET claims_cell.cleanup_after = 0;}), '0|0|2|0', 'then deleted on
 is(local_rows(), '0', 'no local row left');
 is(store_outstanding(), '0', 'nothing outstanding at the store');
 
+# A session whose committed lease row reconcile deletes under its open
+# REPEATABLE READ transaction still commits: it leaves the row to others.
+my $rr = start_sql('rr', "INSERT INTO users VALUES (4, 'dora');\n"
+	  . "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT count(*) FROM users;\n");
+$rr->{h}->pump until $rr->{out} =~ /^\d+$/m;
+is(local_rows(), '1', 'the session\'s committed lease keeps its row');
+is(reconcile(q{SET claims_cell.cleanup_after = 0;}), '0|0|1|0', 'reconcile deletes it');
+$rr->{in} .= "INSERT INTO users VALUES (5, 'emil');\nCOMMIT;\n\\q\n";
+$rr->{h}->finish;
+is($rr->{err}, '', 'the session\'s REPEATABLE READ transaction commits');
+is($node->safe_psql('cell1', q{SELECT count(*) FROM users WHERE id IN (4, 5)}), '2', 'with both rows');
+is(reconcile(q{SET claims_cell.cleanup_after = 0;}), '0|0|1|0', 'its own lease row goes at the next pass');
+is(store_outstanding(), '0', 'nothing outstanding at the store');
+
+my ($rst, $rerr) = ('', '');
+$node->psql('cell1', qq{\\set VERBOSITY verbose\nBEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT * FROM claims_cell.reconcile();},
+	stderr => \$rerr);
+like($rerr, qr/ERROR:\s+0A000: claims_cell.reconcile\(\) must run in a READ COMMITTED transaction/,
+	'reconcile refuses a transaction snapshot');
+
 $node->stop;
 $store->stop;
 done_testing();
