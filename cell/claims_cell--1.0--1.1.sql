@@ -111,7 +111,6 @@ DECLARE
     oldest timestamptz;
     req jsonb;
     page jsonb;
-    lease jsonb;
     placed boolean;
 BEGIN
     committed := 0; rolled_back := 0; orphans_deleted := 0; pending := 0;
@@ -147,10 +146,9 @@ BEGIN
     END IF;
     LOOP
         page := @extschema@.store_list_leases(cfg.server_name, req);
-        FOR lease IN SELECT * FROM pg_catalog.jsonb_array_elements(page->'leases') LOOP
-            remotes := remotes OPERATOR(pg_catalog.||)
-                pg_catalog.jsonb_build_object(lease->>'uuid', lease->'created_at');
-        END LOOP;
+        remotes := remotes OPERATOR(pg_catalog.||) COALESCE(
+            (SELECT pg_catalog.jsonb_object_agg(e->>'uuid', e->'created_at')
+               FROM pg_catalog.jsonb_array_elements(page->'leases') AS e), '{}'::jsonb);
         EXIT WHEN NOT (page ? 'next');
         req := req OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('next', page->'next');
     END LOOP;

@@ -271,6 +271,29 @@ $node->psql('cell1', qq{\\set VERBOSITY verbose\nBEGIN ISOLATION LEVEL REPEATABL
 like($rerr, qr/ERROR:\s+0A000: claims_cell.reconcile\(\) must run in a READ COMMITTED transaction/,
 	'reconcile refuses a transaction snapshot');
 
+# More leases than one page of claims_list_leases (1000).
+$store->safe_psql('postgres', q{SET ROLE cell_one;
+SELECT count(claims_begin_update(jsonb_build_object('cell_id', 1, 'create_records', jsonb_build_array(
+  jsonb_build_object('bucket', jsonb_build_object('type', 'USERNAMES', 'value', 'page' || i),
+                     'subject', jsonb_build_object('type', 'USER', 'id', i),
+                     'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', i))))))
+  FROM generate_series(1, 1001) i});
+is(store_outstanding(), '1001', '1001 leases outstanding at the store');
+is(reconcile(q{SET claims_cell.stale_after = 0;}), '0|0|0|1001', 'all of them are fenced across two pages');
+is(reconcile(q{SET claims_cell.stale_after = 0;}), '0|1001|0|0', 'and rolled back at the next pass');
+is(store_outstanding(), '0', 'nothing outstanding at the store');
+is(local_rows(), '0', 'no fence left');
+
+# A store that cannot be reached fails the pass with 08006 and changes nothing.
+$node->safe_psql('cell1', q{INSERT INTO users VALUES (6, 'fritz')});
+$store->stop;
+($rst, $rerr) = ('', '');
+$node->psql('cell1', qq{\\set VERBOSITY verbose\nSELECT * FROM claims_cell.reconcile();},
+	stderr => \$rerr);
+like($rerr, qr/ERROR:\s+08006:/, 'store down: reconcile fails with 08006');
+is(local_rows(), '1', 'the local row stays');
+$store->start;
+
 $node->stop;
 $store->stop;
 done_testing();
