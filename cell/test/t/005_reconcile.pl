@@ -1,9 +1,11 @@
 # claims_cell.reconcile(): the decision table on leases left unsettled
 # (store and local side simulated, then a backend killed between the store's
 # begin_update and the local commit), the fence against a local transaction
-# still committing (both interleavings, with real cell transactions held by
-# an advisory lock inside their PRE_COMMIT), and the local rows of committed
-# leases deleted after their backend exited.
+# still committing (both interleavings, and a writer that aborts while the
+# fence waits, with real cell transactions held by an advisory lock inside
+# their PRE_COMMIT), the local rows of committed leases deleted after their
+# backend exited, a backlog larger than one listing page, a store that is
+# down.
 use strict;
 use warnings;
 
@@ -211,6 +213,28 @@ is( $store->safe_psql('postgres', q{SELECT status FROM claims WHERE bucket_value
 is($node->safe_psql('cell1', q{SELECT count(*) FROM users WHERE username = 'alice'}), '1',
 	'and kept locally');
 is(store_outstanding(), '0', 'nothing outstanding at the store');
+
+# Fence race 1b: the local transaction inserted its row first and aborts
+# (its backend is terminated) while the fence waits: the fence goes in.
+$lock = hold_lock();
+$w = start_sql('aborter', "INSERT INTO users VALUES (7, 'gus');\n");
+wait_lock('aborter', 'advisory', 'the writer holds its lease row uncommitted');
+$r = start_sql('reconciler1b',
+	"SET claims_cell.stale_after = 0;\nSELECT * FROM claims_cell.reconcile();\n");
+wait_lock('reconciler1b', 'transactionid', 'the fence waits for the writer');
+$node->safe_psql('cell1', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+  WHERE application_name = 'aborter'});
+$r->{h}->finish;
+release_lock($lock);
+$w->{h}->finish;
+is($r->{out}, "0|0|0|1\n", 'the writer aborted: the fence is in (pending)')
+  or diag($r->{out} . $r->{err});
+is($node->safe_psql('cell1', q{SELECT count(*) FROM users WHERE username = 'gus'}), '0',
+	'the writer kept nothing');
+is(reconcile(q{SET claims_cell.stale_after = 0;}), '0|0|1|0',
+	'the next pass finds the lease rolled back by the abort and deletes the fence');
+is(store_outstanding(), '0', 'nothing outstanding at the store');
+is(local_rows(), '0', 'no local row left');
 
 # Fence race 2: the fence goes in first. The writer's row waits for the
 # reconciling transaction, which commits: the writer fails with 40001 and
