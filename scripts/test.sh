@@ -543,7 +543,7 @@ build_and_install() {
 copy_tree() {
     mkdir -p "$1" || return 1
     tar -C "$REPO" --anchored \
-        --exclude=./.git --exclude='./tmp_check*' --exclude='./cell/tmp_check*' \
+        --exclude=./.git --exclude=./build --exclude='./tmp_check*' --exclude='./cell/tmp_check*' \
         --exclude=./results --exclude=./cell/results --exclude=./cell/log \
         --exclude=./output_iso --exclude=./log --exclude=./.run \
         --exclude=./regression.diffs --exclude=./regression.out \
