@@ -5,10 +5,11 @@
  *
  * Every statement names the extension's schema explicitly and takes values
  * only as parameters. While an API function runs, the search path is pinned
- * to pg_catalog alone (an override pushed on entry, popped on exit), so
- * neither the statements nor the C code resolve a name through the caller's
- * path, and the saved plans never see a path other than the one they were
- * planned under.
+ * to pg_catalog (up to PostgreSQL 16 an override pushed on entry, popped on
+ * exit; from 17 search_path set at a GUC nesting level, see
+ * catalog_only_path), so neither the statements nor the C code resolve a
+ * name through the caller's path, and the saved plans never see a path
+ * other than the one they were planned under.
  *
  *-------------------------------------------------------------------------
  */
