@@ -43,7 +43,7 @@ fail() {
 host_mirror() {
     local uri
     uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
-        2>/dev/null | grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v -- '-security' | head -n 1)
+        2>/dev/null | grep -v -E '^[[:space:]]*#' | grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v -- '-security' | head -n 1)
     uri="${uri%% }"
     echo "${uri:-http://deb.debian.org/debian}"
 }
@@ -58,6 +58,21 @@ cleanup() {
             echo "test_pg17.sh: could not unmount $m" >&2
     done
     MOUNTED=()
+}
+
+# Mount points under the root (left behind by a run that was killed).
+mounts_under_root() {
+    awk -v root="$(realpath -m "$ROOT")" '$5 == root || index($5, root "/") == 1 { print $5 }' \
+        /proc/self/mountinfo
+}
+
+# Unmount what a killed run left mounted; fail when something stays.
+clear_stale_mounts() {
+    local m
+    while IFS= read -r m; do
+        umount -R -l "$m" 2>/dev/null || true
+    done < <(mounts_under_root | sort -r)
+    [ -z "$(mounts_under_root)" ]
 }
 
 # Mount with mount(8)'s arguments; the last one is the mount point.
@@ -93,7 +108,9 @@ make_root() {
     fi
     mirror="${CLAIMS_DEBIAN_MIRROR:-$(host_mirror)}"
     echo "test_pg17.sh: making a Debian $SUITE root in $ROOT from $mirror"
-    rm -rf "$ROOT.partial" "$ROOT" || return 1
+    # never remove a tree with something (say /dev) mounted in it
+    clear_stale_mounts || return 1
+    rm -rf --one-file-system "$ROOT.partial" "$ROOT" || return 1
     mkdir -p "$(dirname "$ROOT")" || return 1
     debootstrap --variant=minbase "$SUITE" "$ROOT.partial" "$mirror" >"$(dirname "$ROOT")/debootstrap.log" 2>&1 || {
         tail -n 30 "$(dirname "$ROOT")/debootstrap.log"
@@ -111,6 +128,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 start=$(date +%s)
+clear_stale_mounts || fail "mounts left under $ROOT by an earlier run could not be removed"
 make_root || fail "could not make the Debian $SUITE root"
 configure_root || fail "could not configure the root"
 
