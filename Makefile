@@ -43,8 +43,17 @@ clean-cell:
 	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG) clean
 
 .PHONY: test run stop bench
+# make test: PostgreSQL 15, this machine's. make test PG=17: PostgreSQL 17 in
+# a Debian 13 root (scripts/test_pg17.sh).
+PG ?=
 test:
+ifeq ($(PG),17)
+	scripts/test_pg17.sh
+else ifeq ($(filter-out 15,$(PG)),)
 	scripts/test.sh
+else
+	@echo "make test: PG=$(PG) is not supported (15, the default, or 17)"; echo "0 passed, 1 failed"; exit 1
+endif
 run:
 	scripts/run.sh
 stop:

@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# deps.sh: make sure this Debian 12 machine has what building, running and
-# testing the claims extension needs, and an unprivileged OS user ("claims")
+# deps.sh: make sure this Debian machine has what building, running and
+# testing the claims extension needs (for PostgreSQL 15 on Debian 12, or 17
+# on Debian 13), and an unprivileged OS user ("claims")
 # to own PostgreSQL servers (initdb refuses to run as root).
 # Safe to run any number of times; it installs only what is missing.
 set -u
 
+# The PostgreSQL major version: CLAIMS_PG_MAJOR, else the one PG_CONFIG's
+# path names (/usr/lib/postgresql/NN/bin/pg_config), else 15. Debian 12
+# ships 15; scripts/test_pg17.sh runs this script inside a Debian 13 root
+# for 17.
+PG_MAJOR="${CLAIMS_PG_MAJOR:-}"
+if [ -z "$PG_MAJOR" ] && [[ "${PG_CONFIG:-}" =~ ^/usr/lib/postgresql/([0-9]+)/bin/pg_config$ ]]; then
+    PG_MAJOR="${BASH_REMATCH[1]}"
+fi
+PG_MAJOR="${PG_MAJOR:-15}"
+
 PACKAGES=(
     make
     gcc
-    postgresql-15
-    postgresql-server-dev-15
-    postgresql-15-pgtap
+    "postgresql-$PG_MAJOR"
+    "postgresql-server-dev-$PG_MAJOR"
+    "postgresql-$PG_MAJOR-pgtap"
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
     openssl

@@ -269,7 +269,8 @@ run_tap() {
         out="$LOGDIR/tap_$name.out"
         (
             cd "$REPO" || exit 1
-            export TESTDIR="$REPO" TESTDATADIR="$REPO/tmp_check"
+            # TESTLOGDIR: PostgreSQL 17 writes the logs to ./log without it
+            export TESTDIR="$REPO" TESTDATADIR="$REPO/tmp_check" TESTLOGDIR="$REPO/tmp_check/log"
             export PATH="$BINDIR:$REPO:$PATH" PGPORT=65432
             export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
             [ -n "$TEMP_CONFIG_FILE" ] && export TEMP_CONFIG="$TEMP_CONFIG_FILE"
@@ -344,7 +345,7 @@ run_cell_tap() {
         out="$LOGDIR/cell_tap_$name.out"
         (
             cd "$dir" || exit 1
-            export TESTDIR="$dir" TESTDATADIR="$dir/tmp_check"
+            export TESTDIR="$dir" TESTDATADIR="$dir/tmp_check" TESTLOGDIR="$dir/tmp_check/log"
             export PATH="$BINDIR:$dir:$PATH" PGPORT=65032
             export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
             timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
@@ -543,7 +544,7 @@ build_and_install() {
 copy_tree() {
     mkdir -p "$1" || return 1
     tar -C "$REPO" --anchored \
-        --exclude=./.git --exclude='./tmp_check*' --exclude='./cell/tmp_check*' \
+        --exclude=./.git --exclude=./build --exclude='./tmp_check*' --exclude='./cell/tmp_check*' \
         --exclude=./results --exclude=./cell/results --exclude=./cell/log \
         --exclude=./output_iso --exclude=./log --exclude=./.run \
         --exclude=./regression.diffs --exclude=./regression.out \

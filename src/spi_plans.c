@@ -5,10 +5,11 @@
  *
  * Every statement names the extension's schema explicitly and takes values
  * only as parameters. While an API function runs, the search path is pinned
- * to pg_catalog alone (an override pushed on entry, popped on exit), so
- * neither the statements nor the C code resolve a name through the caller's
- * path, and the saved plans never see a path other than the one they were
- * planned under.
+ * to pg_catalog (up to PostgreSQL 16 an override pushed on entry, popped on
+ * exit; from 17 search_path set at a GUC nesting level, see
+ * catalog_only_path), so neither the statements nor the C code resolve a
+ * name through the caller's path, and the saved plans never see a path
+ * other than the one they were planned under.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +23,7 @@
 #include "miscadmin.h"
 #include "optimizer/plancat.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -319,14 +321,26 @@ static bool planning_store_statement = false;
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 static ExecutorStart_hook_type prev_executor_start_hook = NULL;
 
-/* The search path of every API call: pg_catalog, nothing else. */
+/*
+ * The search path of every API call: pg_catalog, nothing else.
+ *
+ * Up to PostgreSQL 16 an override search path does it: no GUC work, and the
+ * override leaves out the temporary schema entirely. PostgreSQL 17 removed
+ * overrides; there the call sets search_path at a new GUC nesting level, as
+ * a function's SET clause does, and restores it on exit (an error restores
+ * it through (sub)transaction abort). The value names pg_temp last: a
+ * search_path that does not mention pg_temp searches it FIRST for relations
+ * and types, so "pg_catalog" alone would let a temporary type shadow a
+ * catalog one; last, it can only supply names pg_catalog lacks, and every
+ * relation the statements use is schema-qualified.
+ */
+#if PG_VERSION_NUM < 170000
 static OverrideSearchPath catalog_only_path = {NIL, true, false, 0};
+#else
+#define CLAIMS_CALL_SEARCH_PATH "pg_catalog, pg_temp"
+#endif
 Oid			claims_caller_role = InvalidOid;
 static Oid	claims_current_nsp = InvalidOid;
-
-#if PG_VERSION_NUM >= 170000
-#error "claims pins its search path with PushOverrideSearchPath (PostgreSQL 15 and 16)"
-#endif
 
 /*
  * A schema was changed somewhere (syscache callback): check at the next
@@ -438,7 +452,13 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	claims_caller_role = GetUserId();
 	GetUserIdAndSecContext(&call->saved_userid, &call->saved_sec_context);
 	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+#if PG_VERSION_NUM < 170000
 	PushOverrideSearchPath(&catalog_only_path);
+#else
+	call->guc_nest_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", CLAIMS_CALL_SEARCH_PATH, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+#endif
 
 	/* see registry, cell and schema changes committed since the last call */
 	AcceptInvalidationMessages();
@@ -461,7 +481,11 @@ void
 claims_spi_end(ClaimsCall *call)
 {
 	SPI_finish();
+#if PG_VERSION_NUM < 170000
 	PopOverrideSearchPath();
+#else
+	AtEOXact_GUC(true, call->guc_nest_level);
+#endif
 	SetUserIdAndSecContext(call->saved_userid, call->saved_sec_context);
 	claims_caller_role = call->saved_caller_role;
 	claims_current_nsp = call->saved_nsp;

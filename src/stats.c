@@ -24,7 +24,11 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#else
 #include "storage/backendid.h"
+#endif
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -127,9 +131,20 @@ claims_stats_init(void)
 static pg_atomic_uint64 *
 claims_stats_my_counters(void)
 {
-	if (claims_shared == NULL || MyBackendId < 1 || MyBackendId > claims_shared->nslots)
+	/*
+	 * One slot per regular backend: BackendId 1..MaxBackends up to
+	 * PostgreSQL 16, ProcNumber 0..MaxBackends-1 from 17 (auxiliary
+	 * processes have higher numbers and no slot).
+	 */
+#if PG_VERSION_NUM >= 170000
+	int			slot = MyProcNumber;
+#else
+	int			slot = MyBackendId - 1;
+#endif
+
+	if (claims_shared == NULL || slot < 0 || slot >= claims_shared->nslots)
 		return NULL;
-	return ((ClaimsStatsSlot *) (claims_slots + (MyBackendId - 1) * CLAIMS_SLOT_STRIDE))->counters;
+	return ((ClaimsStatsSlot *) (claims_slots + slot * CLAIMS_SLOT_STRIDE))->counters;
 }
 
 /*

@@ -370,6 +370,34 @@ cell_try(const char *sql, int nparams, const char *const *params,
 }
 
 /*
+ * One try admitted by the circuit breaker: an error (an interrupt) discards
+ * the connection and gives the admission back before it is raised. A
+ * function of its own, so that no local of the caller's retry loop lives
+ * across the setjmp (gcc 14 reports the loop counter as clobbered).
+ */
+static CellCallStatus
+cell_try_admitted(const char *sql, int nparams, const char *const *params,
+				  TimestampTz start, bool interruptible, bool probe, CellCallResult *r)
+{
+	CellCallStatus st;
+
+	PG_TRY();
+	{
+		st = cell_try(sql, nparams, params,
+					  TimestampTzPlusMilliseconds(start, cell_call_timeout_ms),
+					  interruptible, r);
+	}
+	PG_CATCH();
+	{
+		cell_conn_discard();
+		cell_breaker_leave(-1, probe, 0);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return st;
+}
+
+/*
  * Call the store: sql names the store's schema with %s. At most two tries
  * (the second only after a connection failure or a timeout), each under
  * its own deadline and admitted by the circuit breaker. Never raises for
@@ -398,19 +426,7 @@ cell_call(const char *sql, int nparams, const char *const *params,
 		}
 		cell_stats_count(CELL_STAT_CALLS);
 		start = GetCurrentTimestamp();
-		PG_TRY();
-		{
-			st = cell_try(sql, nparams, params,
-						  TimestampTzPlusMilliseconds(start, cell_call_timeout_ms),
-						  interruptible, r);
-		}
-		PG_CATCH();
-		{
-			cell_conn_discard();
-			cell_breaker_leave(-1, probe, 0);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		st = cell_try_admitted(sql, nparams, params, start, interruptible, probe, r);
 
 		if (st == CELL_CALL_OK || st == CELL_CALL_REMOTE_ERROR)
 		{

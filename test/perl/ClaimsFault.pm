@@ -218,6 +218,19 @@ sub server_pids
 	return @pids;
 }
 
+# True while a killed process is still on its way out: it exists and is not
+# yet a zombie. Its working directory may already be gone from /proc (so
+# server_pids no longer lists it) while kill(pid, 0), the test a new
+# postmaster makes of the PID in postmaster.pid, still finds it.
+sub pid_exiting
+{
+	my ($pid) = @_;
+	return 0 unless defined $pid && $pid =~ /^\d+$/ && -e "/proc/$pid";
+	my $stat = '';
+	if (open my $fh, '<', "/proc/$pid/stat") { $stat = <$fh> // ''; close $fh; }
+	return $stat ne '' && $stat !~ /^\d+ \(.*\) [ZX] /;
+}
+
 # Crash a node: SIGKILL its postmaster (and, with whole => 1, every backend
 # at once, as a machine crash would), then wait until none of its processes
 # is left so that it can be started again.
@@ -238,7 +251,7 @@ sub crash_node
 	while (Time::HiRes::time() < $deadline)
 	{
 		1 while waitpid(-1, POSIX::WNOHANG()) > 0;
-		last unless server_pids($node);
+		last unless server_pids($node) || pid_exiting($pm);
 		Time::HiRes::sleep(0.05);
 	}
 	1 while waitpid(-1, POSIX::WNOHANG()) > 0;

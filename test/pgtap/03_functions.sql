@@ -1,7 +1,7 @@
 -- The SQL functions of the claims extension: signatures, attributes, NULL
 -- handling, the claims.max_batch_size setting and the shape of answers.
 BEGIN;
-SELECT plan(92);
+SELECT plan(93);
 
 -- Calls for a cell need a registered cell, whoever makes them; this file runs
 -- as a superuser (an administrator), so registering the cells it uses is
@@ -124,6 +124,8 @@ SELECT isnt_strict('claims_list_records', ARRAY['jsonb']);
 -- caller's path back on return and on error: after each call an unqualified
 -- name of the extension still resolves through the caller's search_path.
 
+SELECT current_setting('search_path') AS caller_path \gset
+
 SELECT claims_begin_update('{"cell_id": 1, "create_records": [{"bucket": {"type": "USERNAMES", "value": "path-1"},
     "subject": {"type": "USER", "id": 1}, "source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": 1}}]}')
     ->> 'lease_uuid' AS path_lease \gset
@@ -144,6 +146,8 @@ SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, 'the caller''s search pat
 SELECT throws_ok($$SELECT claims_commit(1, '00000000-0000-0000-0000-000000000000')$$, 'P0002', NULL,
     'a failing call (its subtransaction rolled back) ...');
 SELECT lives_ok($$SELECT count(*) FROM claim_leases$$, '... gives the caller''s search path back as well');
+SELECT is(current_setting('search_path'), :'caller_path',
+    'search_path reads as the caller set it after every call, failed or not');
 SET LOCAL search_path = '';
 SELECT public.claims_get_record('{"bucket": {"type": "USERNAMES", "value": "path-1"}}') ->> 'record' IS NOT NULL
     AS path_found \gset

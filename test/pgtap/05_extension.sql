@@ -35,11 +35,16 @@ SELECT set_eq(
     ARRAY['claims', 'claim_leases', 'claim_bucket_types', 'claim_subject_types', 'claim_source_types',
           'claim_cells', 'claim_admin_actions', 'claim_admin_actions_action_id_seq'],
     'the extension owns exactly the seven tables and the audit log''s sequence');
+-- The types the extension creates itself: PostgreSQL 17 also records the
+-- row types of its tables and views and every implicit array type as
+-- members, which are left out here (their relations are counted above).
 SELECT set_eq(
     $$SELECT t.typname::text COLLATE "default"
         FROM pg_depend d JOIN pg_type t ON t.oid = d.objid
        WHERE d.classid = 'pg_type'::regclass AND d.deptype = 'e'
-         AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'claims')$$,
+         AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'claims')
+         AND t.typrelid = 0
+         AND NOT EXISTS (SELECT 1 FROM pg_type e WHERE e.typarray = t.oid)$$,
     ARRAY['claim_status', 'claim_lease_state'],
     'the extension owns exactly the two enum types');
 SELECT ok(

@@ -185,6 +185,13 @@ SELECT is((SELECT count(*) FROM evil.hits), 0::bigint, 'no look-alike has been u
 
 -- The attack: cell 1 calls every API function with the attacker's path.
 SET ROLE sec21_cell1;
+-- Temporary look-alike types: a search_path that does not name pg_temp
+-- searches it first for types, so "SET search_path = pg_catalog" alone would
+-- make the extension's casts to text and bytea run the attacker's check.
+-- (Made only now: the test's own plpgsql, compiled from here on, names
+-- neither type.)
+CREATE DOMAIN pg_temp.text AS pg_catalog.text CHECK (evil.spy('cast to pg_temp.text'));
+CREATE DOMAIN pg_temp.bytea AS pg_catalog.bytea CHECK (evil.spy('cast to pg_temp.bytea'));
 SET search_path = evil, public, pg_catalog;
 DO $attack$
 DECLARE
@@ -311,10 +318,11 @@ $attack$;
 RESET search_path;
 RESET ROLE;
 
--- The attacker's temporary views would shadow the tables for the
--- unqualified names below too: remove them.
+-- The attacker's temporary views and types would shadow the tables and
+-- types for the unqualified names below too: remove them.
 SET ROLE sec21_cell1;
 DROP VIEW pg_temp.claim_cells, pg_temp.claims, pg_temp.claim_leases;
+DROP DOMAIN pg_temp.text, pg_temp.bytea;
 RESET ROLE;
 
 -- Not one look-alike was used.
