@@ -33,6 +33,7 @@ typedef struct CellBreakerSlot
 	double		latency_sum_ms;
 	uint64		latency_n;
 	double		latency_max_ms;
+	TimestampTz last_reconcile;
 } CellBreakerSlot;
 
 typedef struct CellBreakerShared
@@ -281,6 +282,22 @@ cell_stats_count(CellStat stat)
 	cell_unlock();
 }
 
+/* Count one reconcile() pass of the background worker. */
+void
+cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, int64 pending)
+{
+	CellBreakerSlot *s;
+
+	cell_lock();
+	s = cell_slot();
+	s->counters[CELL_STAT_RECONCILE_PASSES]++;
+	s->counters[CELL_STAT_RECONCILE_COMMITTED] += committed;
+	s->counters[CELL_STAT_RECONCILE_ROLLED_BACK] += rolled_back;
+	s->counters[CELL_STAT_RECONCILE_ORPHANS] += orphans_deleted;
+	s->last_reconcile = GetCurrentTimestamp();
+	cell_unlock();
+}
+
 /* Copy this database's counters and breaker state. */
 void
 cell_stats_read(CellStatsSnapshot *snap)
@@ -302,5 +319,6 @@ cell_stats_read(CellStatsSnapshot *snap)
 	snap->latency_sum_ms = s->latency_sum_ms;
 	snap->latency_n = s->latency_n;
 	snap->latency_max_ms = s->latency_max_ms;
+	snap->last_reconcile = s->last_reconcile;
 	cell_unlock();
 }

@@ -2,7 +2,7 @@
  *
  * claims_cell.c
  *	  Module entry: settings, transaction callbacks and, when preloaded,
- *	  the shared-memory circuit breaker.
+ *	  the shared-memory circuit breaker and the background worker.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,6 +38,7 @@ cell_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	cell_breaker_shmem_request();
+	cell_worker_shmem_request();
 }
 
 /* Attach the breaker's shared memory. */
@@ -47,6 +48,7 @@ cell_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	cell_breaker_shmem_startup();
+	cell_worker_shmem_startup();
 }
 
 /*
@@ -115,14 +117,19 @@ _PG_init(void)
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	cell_worker_define_gucs();
+
 	RegisterXactCallback(cell_xact_callback, NULL);
 	RegisterSubXactCallback(cell_subxact_callback, NULL);
 	cell_conn_init();
 
-	MarkGUCPrefixReserved("claims_cell");
-
 	if (!process_shared_preload_libraries_in_progress)
+	{
+		MarkGUCPrefixReserved("claims_cell");
 		return;
+	}
+	cell_worker_register();
+	MarkGUCPrefixReserved("claims_cell");
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = cell_shmem_request;

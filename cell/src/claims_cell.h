@@ -34,6 +34,22 @@ extern int	cell_stale_after_s;
 extern int	cell_orphan_after_s;
 extern int	cell_cleanup_after_s;
 
+/* worker.c: the background worker and its queue */
+typedef enum CellFinishIn
+{
+	CELL_FINISH_IN_COMMIT,		/* the commit/abort callback calls the store */
+	CELL_FINISH_IN_WORKER		/* the callback hands the lease to the worker */
+} CellFinishIn;
+
+extern char *cell_worker_database;
+extern int	cell_reconcile_interval_s;
+extern int	cell_finish_leases_in;
+extern void cell_worker_define_gucs(void);
+extern void cell_worker_register(void);
+extern void cell_worker_shmem_request(void);
+extern void cell_worker_shmem_startup(void);
+extern bool cell_worker_push(const char *uuid, char action);
+
 /* One change of a claimed value, recorded by the row trigger (collect.c). */
 typedef struct CellChange
 {
@@ -90,6 +106,9 @@ typedef struct CellCallResult
 } CellCallResult;
 
 extern void cell_conn_prepare(Oid serverid);
+extern void cell_conn_load_options(const char *packed);
+extern pgsocket cell_conn_socket(void);
+extern bool cell_conn_take_notifications(const char *channel, int64 cell_id);
 extern void cell_call(const char *function, int nparams, const char *const *params,
 					  bool interruptible, CellCallResult *result);
 extern const char *cell_store_schema(void);
@@ -111,6 +130,11 @@ typedef enum CellStat
 	CELL_STAT_FAILURES,
 	CELL_STAT_TIMEOUTS,
 	CELL_STAT_BREAKER_REJECTIONS,
+	/* the background worker's reconcile() passes (1.2) */
+	CELL_STAT_RECONCILE_PASSES,
+	CELL_STAT_RECONCILE_COMMITTED,
+	CELL_STAT_RECONCILE_ROLLED_BACK,
+	CELL_STAT_RECONCILE_ORPHANS,
 	CELL_STAT_COUNT
 } CellStat;
 
@@ -123,6 +147,7 @@ typedef struct CellStatsSnapshot
 	double		latency_sum_ms;
 	uint64		latency_n;
 	double		latency_max_ms;
+	TimestampTz last_reconcile; /* 0: never */
 } CellStatsSnapshot;
 
 extern void cell_breaker_shmem_request(void);
@@ -130,6 +155,7 @@ extern void cell_breaker_shmem_startup(void);
 extern CellCallStatus cell_breaker_enter(bool *probe);
 extern void cell_breaker_leave(int outcome, bool probe, double elapsed_ms);
 extern void cell_stats_count(CellStat stat);
+extern void cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, int64 pending);
 extern void cell_stats_read(CellStatsSnapshot *snap);
 extern bool cell_breaker_is_shared(void);
 

@@ -36,6 +36,8 @@ static char **cell_values = NULL;
 static char *cell_schema = NULL;	/* quoted schema of the store's functions */
 static char *cell_label = NULL;		/* host:port/dbname for messages */
 
+static void cell_conn_set_options(List *kw, List *vals);
+
 /* Syscache callback: a server or user mapping changed. */
 static void
 cell_conn_invalidate(Datum arg, int cacheid, uint32 hashvalue)
@@ -93,6 +95,23 @@ cell_conn_prepare(Oid serverid)
 {
 	List	   *kw;
 	List	   *vals;
+
+	if (!cell_conn_stale && serverid == cell_conn_server && GetUserId() == cell_conn_user)
+		return;
+	cell_conn_options(serverid, GetUserId(), &kw, &vals);
+	cell_conn_set_options(kw, vals);
+	cell_conn_server = serverid;
+	cell_conn_user = GetUserId();
+	cell_conn_stale = false;
+}
+
+/*
+ * Use these libpq options from now on (closing the connection), with the
+ * application name and client encoding added.
+ */
+static void
+cell_conn_set_options(List *kw, List *vals)
+{
 	MemoryContext old;
 	int			n;
 	int			i = 0;
@@ -102,11 +121,7 @@ cell_conn_prepare(Oid serverid)
 	const char *port = "";
 	const char *dbname = "";
 
-	if (!cell_conn_stale && serverid == cell_conn_server && GetUserId() == cell_conn_user)
-		return;
 	cell_conn_discard();
-	cell_conn_options(serverid, GetUserId(), &kw, &vals);
-
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (cell_keywords)
 	{
@@ -143,10 +158,82 @@ cell_conn_prepare(Oid serverid)
 		pfree(cell_label);
 	cell_label = psprintf("%s:%s/%s", host, port, dbname);
 	MemoryContextSwitchTo(old);
+}
 
-	cell_conn_server = serverid;
-	cell_conn_user = GetUserId();
+/*
+ * Use the options a worker cycle published ("k\0v\0...\0"; empty: none),
+ * for a process that cannot read the catalogs.
+ */
+void
+cell_conn_load_options(const char *packed)
+{
+	List	   *kw = NIL;
+	List	   *vals = NIL;
+
+	while (*packed)
+	{
+		const char *k = packed;
+		const char *v = k + strlen(k) + 1;
+
+		kw = lappend(kw, pstrdup(k));
+		vals = lappend(vals, pstrdup(v));
+		packed = v + strlen(v) + 1;
+	}
+	cell_conn_set_options(kw, vals);
+	if (kw == NIL)
+	{
+		pfree(cell_keywords[0]);
+		cell_keywords[0] = NULL;	/* nothing to connect to */
+	}
+	cell_conn_server = InvalidOid;
 	cell_conn_stale = false;
+}
+
+/* The socket of the open connection, or PGINVALID_SOCKET. */
+pgsocket
+cell_conn_socket(void)
+{
+	if (cell_conn == NULL || PQstatus(cell_conn) != CONNECTION_OK)
+		return PGINVALID_SOCKET;
+	return PQsocket(cell_conn);
+}
+
+/*
+ * Read what arrived on the connection (a LISTEN session) and say whether a
+ * notification on channel carries "cell_id" : cell_id in its JSON payload.
+ * A lost connection is discarded.
+ */
+bool
+cell_conn_take_notifications(const char *channel, int64 cell_id)
+{
+	PGnotify   *n;
+	bool		found = false;
+
+	if (cell_conn == NULL)
+		return false;
+	if (!PQconsumeInput(cell_conn))
+	{
+		ereport(LOG,
+				(errmsg("claims_cell: the LISTEN connection to the claims store at %s was lost: %s",
+						cell_server_label(), PQerrorMessage(cell_conn))));
+		cell_conn_discard();
+		return false;
+	}
+	while ((n = PQnotifies(cell_conn)) != NULL)
+	{
+		const char *p = strstr(n->extra, "\"cell_id\"");
+
+		if (strcmp(n->relname, channel) == 0 && p != NULL)
+		{
+			p += strlen("\"cell_id\"");
+			while (*p == ' ' || *p == ':')
+				p++;
+			if (strtoll(p, NULL, 10) == cell_id)
+				found = true;
+		}
+		PQfreemem(n);
+	}
+	return found;
 }
 
 /*

@@ -679,6 +679,11 @@ cell_finish_lease(CellLease *lease, bool commit)
 	char		cell_id[32];
 	const char *params[2];
 
+	/* the worker finishes it, when there is one for this database */
+	if (cell_finish_leases_in == CELL_FINISH_IN_WORKER &&
+		cell_worker_push(cell_lease, commit ? 'c' : 'r'))
+		return;
+
 	snprintf(cell_id, sizeof(cell_id), "%lld", (long long) cell_lease_cell_id);
 	params[0] = cell_id;
 	params[1] = cell_lease;
@@ -690,7 +695,8 @@ cell_finish_lease(CellLease *lease, bool commit)
 		if (r.status == CELL_CALL_OK)
 		{
 			cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
-			if (commit)
+			/* the worker deletes the local row, or this backend's next transaction */
+			if (commit && !cell_worker_push(cell_lease, 'd'))
 			{
 				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
