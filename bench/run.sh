@@ -216,6 +216,9 @@ EOF
         # A throughput run: a store call held up by a stalled fsync on a
         # noisy machine should wait, not fail the client with 08006.
         echo "claims_cell.call_timeout = 5s" >>"$WORK/data/postgresql.conf"
+        # The background worker deletes committed leases' rows and, for
+        # cell_signup_worker.sql, finishes the leases.
+        echo "claims_cell.database = '$DB_CELL'" >>"$WORK/data/postgresql.conf"
     fi
     if [ "$PGSS" = 1 ]; then
         echo "pg_stat_statements.track = all" >>"$WORK/data/postgresql.conf"
@@ -355,7 +358,10 @@ run_pgbench() {
     # otherwise re-plan its data-modifying CTEs on every execution. (The
     # extension's own statements get generic plans without being told.)
     local pgopts=""
-    case "$script" in *_floor.sql) pgopts="-c plan_cache_mode=force_generic_plan" ;; esac
+    case "$script" in
+        *_floor.sql) pgopts="-c plan_cache_mode=force_generic_plan" ;;
+        *_worker.sql) pgopts="-c claims_cell.finish_leases_in=worker" ;;
+    esac
     PGOPTIONS="$pgopts" "$BINDIR/pgbench" -n -M prepared -h "$SOCK" -p "$PORT" -U "$(script_user "$script")" \
         -c "$clients" -j "$threads" -T "$secs" \
         -D run="$run" -D n=0 -D batch="$BATCH" -D pool="$RENAME_POOL" \
@@ -473,28 +479,44 @@ cell_vacuum() {
     psql_db "$DB_CELL" -c "VACUUM ANALYZE" && psql_db "$DB" -c "VACUUM ANALYZE"
 }
 
-# compare_cell CLIENTS: the claimed signup, the same protocol by hand and the
-# unclaimed INSERT, in an order that rotates every round (A B C, B C A, C A B,
-# ...). Rows: claimed (ratio to by hand), by hand, unclaimed, and what claiming
-# adds: p50 and p99 of claimed minus unclaimed, ratio claimed / unclaimed.
+# compare_cell CLIENTS: the claimed signup with the lease finished in the
+# commit callback and by the background worker, the same protocol by hand
+# and the unclaimed INSERT, in an order that rotates every round (A B C D,
+# B C D A, ...). Rows: both claimed variants (ratio to by hand), by hand,
+# unclaimed, and what claiming adds: p50 and p99 of claimed minus
+# unclaimed, ratio claimed / unclaimed.
 compare_cell() {
-    local c="$1" r i k
-    local keys=(claimed hand plain)
-    local labels=("cell signup, claimed" "cell signup, by hand" "cell signup, unclaimed")
-    local scripts=(cell_signup.sql cell_signup_hand.sql cell_signup_plain.sql)
-    local tps=("" "" "")
+    local c="$1" r i k n=4
+    local keys=(claimed worker hand plain)
+    local labels=("cell signup, claimed" "cell signup, claimed, worker finishes" "cell signup, by hand"
+        "cell signup, unclaimed")
+    local scripts=(cell_signup.sql cell_signup_worker.sql cell_signup_hand.sql cell_signup_plain.sql)
+    local tps=("" "" "" "")
     for ((r = 1; r <= ROUNDS; r++)); do
-        for ((i = 0; i < 3; i++)); do
-            k=$(((i + r - 1) % 3))
+        for ((i = 0; i < n; i++)); do
+            k=$(((i + r - 1) % n))
             progress "${labels[k]}, $c clients, round $r/$ROUNDS"
             PRE_HOOK=cell_vacuum run_pgbench "cell_${keys[k]}_c$c" "$r" "$DB_CELL" "${scripts[k]}" "$c" "$SECS" \
                 -D lease=00000000-0000-0000-0000-000000000000
             tps[k]="${tps[k]} $TPS"
         done
     done
-    local m0 m1 m2 spread
-    m0="$(mean ${tps[0]})" m1="$(mean ${tps[1]})" m2="$(mean ${tps[2]})"
-    spread="$(awk -v a="${tps[0]}" -v b="${tps[1]}" 'BEGIN {
+    local m0 m1 m2 m3
+    m0="$(mean ${tps[0]})" m1="$(mean ${tps[1]})" m2="$(mean ${tps[2]})" m3="$(mean ${tps[3]})"
+    progress "  -> claimed $m0, worker finishes $m1, by hand $m2, unclaimed $m3 tx/s"
+    emit_row "${labels[0]}" "$c" "$m0" 3 "cell_claimed_c$c" "$(ratio "$m0" "$m2")" "by hand" \
+        "$(round_ratios "${tps[0]}" "${tps[2]}")"
+    emit_row "${labels[1]}" "$c" "$m1" 3 "cell_worker_c$c" "$(ratio "$m1" "$m2")" "by hand" \
+        "$(round_ratios "${tps[1]}" "${tps[2]}")"
+    emit_row "${labels[2]}" "$c" "$m2" 3 "cell_hand_c$c" "" ""
+    emit_row "${labels[3]}" "$c" "$m3" 3 "cell_plain_c$c" "" ""
+    cell_added "claiming adds (claimed - unclaimed)" "$c" cell_claimed "$m0" "$m3"
+    cell_added "worker variant adds (claimed - unclaimed)" "$c" cell_worker "$m1" "$m3"
+}
+
+# round_ratios "A1 A2 ..." "B1 B2 ...": the lowest and highest Ai / Bi.
+round_ratios() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
         n = split(a, x, " "); split(b, y, " ")
         for (i = 1; i <= n; i++) {
             if (x[i] == "ERROR" || y[i] == "ERROR" || y[i] == 0) { print "-"; exit }
@@ -502,18 +524,19 @@ compare_cell() {
             if (i == 1 || r < lo) lo = r
             if (i == 1 || r > hi) hi = r
         }
-        if (n > 1) printf "%.2f-%.2f\n", lo, hi }')"
-    progress "  -> claimed $m0, by hand $m1, unclaimed $m2 tx/s (claimed / by hand per round $spread)"
-    emit_row "${labels[0]}" "$c" "$m0" 3 "cell_claimed_c$c" "$(ratio "$m0" "$m1")" "by hand" "$spread"
-    emit_row "${labels[1]}" "$c" "$m1" 3 "cell_hand_c$c" "" ""
-    emit_row "${labels[2]}" "$c" "$m2" 3 "cell_plain_c$c" "" ""
+        if (n > 1) printf "%.2f-%.2f\n", lo, hi }'
+}
+
+# cell_added LABEL CLIENTS TAG TPS PLAIN_TPS: p50 and p99 of a claimed run
+# minus the unclaimed one, and the throughput ratio.
+cell_added() {
     local pc pp d
-    read -r -a pc <<<"$(percentiles "cell_claimed_c$c")"
-    read -r -a pp <<<"$(percentiles "cell_plain_c$c")"
+    read -r -a pc <<<"$(percentiles "$3_c$2")"
+    read -r -a pp <<<"$(percentiles "cell_plain_c$2")"
     d="$(awk -v a50="${pc[0]}" -v a99="${pc[1]}" -v b50="${pp[0]}" -v b99="${pp[1]}" 'BEGIN {
         if (a50 == "-" || b50 == "-") print "-\t-"; else printf "%+.2f\t%+.2f\n", a50 - b50, a99 - b99 }')"
-    printf '%s\t%s\t-\t-\t%s\t%s\t%s\t\n' "  claiming adds (claimed - unclaimed)" "$c" "$d" \
-        "$(ratio "$m0" "$m2")" unclaimed >>"$WORK/results.tsv"
+    printf '%s\t%s\t-\t-\t%s\t%s\t%s\t\n' "  $1" "$2" "$d" "$(ratio "$4" "$5")" unclaimed \
+        >>"$WORK/results.tsv"
 }
 
 # Rename: the values each client destroys first.
@@ -576,8 +599,8 @@ targets() {
         $8 == "empty" && $1 ~ /^signup/ && $1 !~ /floor/ { check("signup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
         $8 == "empty" && $1 ~ /^lookup/ && $1 !~ /floor/ { check("lookup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
         $8 == "empty" && $1 ~ /^list_records/ { check("list_records page with " scale " claims, " $2 " clients, as fast as empty (>= 0.90, noise)", $7 >= 0.90, $7) }
-        $8 == "by hand" { hand[$2] = $7; order[++n] = $2 }
-        $8 == "unclaimed" { d50[$2] = $5; d99[$2] = $6 }
+        $8 == "by hand" && $1 == "cell signup, claimed" { hand[$2] = $7; order[++n] = $2 }
+        $8 == "unclaimed" && $1 ~ /claiming adds/ { d50[$2] = $5; d99[$2] = $6 }
         END {
             for (i = 1; i <= n; i++) {
                 c = order[i]

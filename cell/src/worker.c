@@ -532,6 +532,9 @@ claims_cell_worker_main(Datum main_arg)
 			delay = Min(delay, TimestampDifferenceMilliseconds(now, listen_retry));
 		if (cell_worker_queue_busy())
 			delay = Min(delay, TimestampDifferenceMilliseconds(now, next_cycle));
+		/* a reload signalled while a cycle ran: its latch wakeup was consumed */
+		if (ConfigReloadPending)
+			delay = 0;
 		rc = WaitLatchOrSocket(MyLatch,
 							   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH |
 							   (sock != PGINVALID_SOCKET ? WL_SOCKET_READABLE : 0),
