@@ -6,11 +6,11 @@ SET claims_cell.finish_leases_in = 'worker';
 SHOW claims_cell.finish_leases_in;
 SET claims_cell.finish_leases_in = 'elsewhere';
 RESET claims_cell.finish_leases_in;
-CREATE ROLE regress_app;
-SET ROLE regress_app;
+CREATE ROLE regress_worker_app;
+SET ROLE regress_worker_app;
 SET claims_cell.finish_leases_in = 'worker';
 RESET ROLE;
-DROP ROLE regress_app;
+DROP ROLE regress_worker_app;
 -- the worker's database and interval are set in postgresql.conf
 SHOW claims_cell.database;
 SET claims_cell.database = 'elsewhere';
