@@ -42,6 +42,10 @@ install-cell:
 clean-cell:
 	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG) clean
 
+# META.json (PGXN) from META.json.in and the control files' versions.
+META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_json.sh
+	scripts/meta_json.sh
+
 .PHONY: test run stop bench
 # make test: PostgreSQL 15, this machine's. make test PG=17: PostgreSQL 17 in
 # a Debian 13 root (scripts/test_pg17.sh).
