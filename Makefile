@@ -46,7 +46,7 @@ clean-cell:
 META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_json.sh
 	scripts/meta_json.sh
 
-.PHONY: test run stop bench
+.PHONY: test run stop bench deb
 # make test: PostgreSQL 15, this machine's. make test PG=17: PostgreSQL 17 in
 # a Debian 13 root (scripts/test_pg17.sh).
 PG ?=
@@ -57,6 +57,14 @@ else ifeq ($(filter-out 15,$(PG)),)
 	scripts/test.sh
 else
 	@echo "make test: PG=$(PG) is not supported (15, the default, or 17)"; echo "0 passed, 1 failed"; exit 1
+endif
+# make deb: postgresql-15-claims in build/deb/; make deb PG=17:
+# postgresql-17-claims, built in the Debian 13 root of make test PG=17.
+deb:
+ifeq ($(PG),17)
+	CLAIMS_PG17_RUN=deb scripts/test_pg17.sh
+else
+	scripts/deb.sh
 endif
 run:
 	scripts/run.sh

@@ -13,6 +13,9 @@
 #   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
 #   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
 #   cell regress, cell tap: the same for claims_cell in cell/
+#   package   as root: `make deb`, the package installed with apt on a clean
+#             Debian root, a server started, both extensions created and
+#             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note.
 #
 # Counting: one pg_regress test or isolation spec is one result; every TAP
@@ -594,7 +597,34 @@ main_root() {
         add_counts 0 1
         finish
     fi
-    exit "$rc"
+    local p f
+    read -r p f <"$summary"
+    add_counts "$p" "$f"
+    [ "${CLAIMS_PACKAGE_TEST:-1}" = 0 ] || run_package
+    finish
+}
+
+# Suite (g), as root: `make deb` for this PostgreSQL, then the package
+# installed on a clean Debian root (scripts/test_package.sh). Skipped with
+# CLAIMS_PACKAGE_TEST=0 (the Debian 13 run does it from the host).
+run_package() {
+    local major deb out p f
+    section "package (make deb, installed on a clean root)"
+    major="$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')"
+    out="$WORK/package.out"
+    if ! CLAIMS_DEB_OUT="$WORK/deb" "$REPO/scripts/deb.sh"; then
+        echo "test.sh: make deb failed"
+        add_counts 0 1
+        return
+    fi
+    deb="$(ls "$WORK"/deb/postgresql-"$major"-claims_*.deb 2>/dev/null | head -n 1)"
+    "$REPO/scripts/test_package.sh" "$major" "$deb" 2>&1 | tee "$out"
+    if [[ "$(tail -n 1 "$out")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        add_counts "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+    else
+        echo "test.sh: the package test did not finish"
+        add_counts 0 1
+    fi
 }
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -29,7 +29,7 @@ SUITE=trixie
 ROOT="${CLAIMS_PG17_ROOT:-$REPO/build/pg17-root}"
 READY="$ROOT/.claims-root-ready"
 INNER_PG_CONFIG="/usr/lib/postgresql/$PG_MAJOR/bin/pg_config"
-MOUNTED=()
+PRISTINE="$(dirname "$ROOT")/pristine-$SUITE"
 
 # Print the failure summary and exit.
 fail() {
@@ -39,84 +39,16 @@ fail() {
     exit 1
 }
 
-# The Debian archive the host's apt uses (deb822 or one-line sources).
-host_mirror() {
-    local uri
-    uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
-        2>/dev/null | grep -v -E '^[[:space:]]*#' | grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v -- '-security' | head -n 1)
-    uri="${uri%% }"
-    echo "${uri:-http://deb.debian.org/debian}"
-}
+# shellcheck source=scripts/root_lib.sh
+. "$REPO/scripts/root_lib.sh"
 
-# Unmount what this run mounted, last first (EXIT trap).
-# shellcheck disable=SC2317  # invoked by trap
-cleanup() {
-    local i m
-    for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
-        m="${MOUNTED[$i]}"
-        umount -R "$m" 2>/dev/null || umount -R -l "$m" 2>/dev/null ||
-            echo "test_pg17.sh: could not unmount $m" >&2
-    done
-    MOUNTED=()
-}
-
-# Mount points under the root (left behind by a run that was killed).
-mounts_under_root() {
-    awk -v root="$(realpath -m "$ROOT")" '$5 == root || index($5, root "/") == 1 { print $5 }' \
-        /proc/self/mountinfo
-}
-
-# Unmount what a killed run left mounted; fail when something stays.
-clear_stale_mounts() {
-    local m
-    while IFS= read -r m; do
-        umount -R -l "$m" 2>/dev/null || true
-    done < <(mounts_under_root | sort -r)
-    [ -z "$(mounts_under_root)" ]
-}
-
-# Mount with mount(8)'s arguments; the last one is the mount point.
-do_mount() {
-    local target="${*: -1}"
-    mkdir -p "$target" || return 1
-    mount "$@" || return 1
-    MOUNTED+=("$target")
-}
-
-# Settings the root needs before packages are installed: no service starts
-# at install time (the host's servers own the network namespace) and no
-# "main" cluster; the host's resolver for apt.
-configure_root() {
-    printf '#!/bin/sh\n# no service starts inside the claims test root\nexit 101\n' \
-        >"$ROOT/usr/sbin/policy-rc.d" &&
-        chmod 755 "$ROOT/usr/sbin/policy-rc.d" &&
-        mkdir -p "$ROOT/etc/postgresql-common" &&
-        echo 'create_main_cluster = false' >"$ROOT/etc/postgresql-common/createcluster.conf" &&
-        cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
-}
-
-# Make the root once: debootstrap into a scratch directory, then move it in
-# place, so a run that died half-way is never mistaken for a root.
+# Make the root once from a pristine Debian 13 root, which is kept (and
+# used by the package test, scripts/test_package.sh).
 make_root() {
-    local mirror
     [ -f "$READY" ] && return 0
-    if ! command -v debootstrap >/dev/null 2>&1; then
-        echo "test_pg17.sh: installing debootstrap"
-        apt-get update >/dev/null &&
-            DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap ||
-            return 1
-    fi
-    mirror="${CLAIMS_DEBIAN_MIRROR:-$(host_mirror)}"
-    echo "test_pg17.sh: making a Debian $SUITE root in $ROOT from $mirror"
-    # never remove a tree with something (say /dev) mounted in it
-    clear_stale_mounts || return 1
-    rm -rf --one-file-system "$ROOT.partial" "$ROOT" || return 1
-    mkdir -p "$(dirname "$ROOT")" || return 1
-    debootstrap --variant=minbase "$SUITE" "$ROOT.partial" "$mirror" >"$(dirname "$ROOT")/debootstrap.log" 2>&1 || {
-        tail -n 30 "$(dirname "$ROOT")/debootstrap.log"
-        return 1
-    }
-    mv "$ROOT.partial" "$ROOT" && touch "$READY"
+    debootstrap_root "$SUITE" "$PRISTINE" || return 1
+    echo "test_pg17.sh: copying the pristine root to $ROOT"
+    copy_root "$PRISTINE" "$ROOT"
 }
 
 [ "$(id -u)" -eq 0 ] || fail "must run as root (debootstrap, chroot and mounts)"
@@ -124,51 +56,92 @@ mkdir -p "$(dirname "$ROOT")" || fail "cannot create $(dirname "$ROOT")"
 # one run per root at a time: the mounts and the root's PostgreSQL are shared
 exec 9>"$ROOT.lock" || fail "cannot open $ROOT.lock"
 flock -n 9 || { echo "test_pg17.sh: waiting for another run on $ROOT"; flock 9; }
-trap cleanup EXIT
+trap unmount_all EXIT
 trap 'exit 130' INT TERM
 
 start=$(date +%s)
-clear_stale_mounts || fail "mounts left under $ROOT by an earlier run could not be removed"
+clear_stale_mounts "$ROOT" || fail "mounts left under $ROOT by an earlier run could not be removed"
 make_root || fail "could not make the Debian $SUITE root"
-configure_root || fail "could not configure the root"
+configure_root "$ROOT" || fail "could not configure the root"
 
-do_mount -t proc proc "$ROOT/proc" || fail "could not mount /proc"
-do_mount --rbind /dev "$ROOT/dev" || fail "could not bind /dev"
-mount --make-rslave "$ROOT/dev" 2>/dev/null || true
+mount_system "$ROOT" || fail "could not mount /proc and /dev"
 do_mount --bind "$REPO" "$ROOT/mnt/claims" || fail "could not bind the repository"
 mount -o remount,bind,ro "$ROOT/mnt/claims" 2>/dev/null || true
 
 # Variables of the run inside: a clean environment, plus CLAIMS_* settings.
 inner_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-    LANG=C.UTF-8 TERM=dumb PG_CONFIG="$INNER_PG_CONFIG" CLAIMS_PG_MAJOR="$PG_MAJOR")
+    LANG=C.UTF-8 TERM=dumb PG_CONFIG="$INNER_PG_CONFIG" CLAIMS_PG_MAJOR="$PG_MAJOR"
+    CLAIMS_PACKAGE_TEST=0 CLAIMS_DEB_OUT=/var/tmp/claims-deb)
 while IFS= read -r var; do
     case "$var" in
-        CLAIMS_PG17_ROOT=* | CLAIMS_DEBIAN_MIRROR=* | CLAIMS_PG_MAJOR=* | CLAIMS_TEST_SUMMARY_FILE=*) ;;
+        CLAIMS_PG17_ROOT=* | CLAIMS_DEBIAN_MIRROR=* | CLAIMS_PG_MAJOR=* | CLAIMS_TEST_SUMMARY_FILE=* | \
+            CLAIMS_PACKAGE_TEST=* | CLAIMS_DEB_OUT=* | CLAIMS_PG17_RUN=*) ;;
         CLAIMS_*=*) inner_env+=("$var") ;;
     esac
 done < <(env)
 
 # The copy inside the root: the tree as test.sh's own copy takes it, and no
-# build output.
+# build output; then test.sh, or deb.sh (make deb PG=17).
 inner_script='
 set -u
+cmd=$1
 src=/var/tmp/claims-src
 rm -rf "$src" && mkdir -p "$src" || exit 1
 tar -C /mnt/claims --anchored --exclude=./.git --exclude=./build --exclude="./tmp_check*" \
     --exclude="./cell/tmp_check*" --exclude=./results --exclude=./cell/results \
     --exclude=./output_iso --exclude=./log --exclude=./cell/log --exclude=./.run \
     --exclude="*.o" --exclude="*.so" --exclude="*.bc" -cf - . | tar -C "$src" -xf - || exit 1
-cd "$src" && exec bash "$src/scripts/test.sh"
+cd "$src" && exec bash "$src/scripts/$cmd"
 '
+
+# Build postgresql-17-claims inside the root; prints the .deb's path on the host.
+build_deb() {
+    rm -rf "$ROOT/var/tmp/claims-deb"
+    chroot "$ROOT" /usr/bin/env -i "${inner_env[@]}" bash -c "$inner_script" inner deb.sh >&2 || return 1
+    ls "$ROOT"/var/tmp/claims-deb/postgresql-"$PG_MAJOR"-claims_*.deb 2>/dev/null | head -n 1
+}
+
+if [ "${CLAIMS_PG17_RUN:-test}" = deb ]; then
+    deb="$(build_deb)" && [ -n "$deb" ] || fail "make deb in the root failed"
+    mkdir -p "$REPO/build/deb" && cp "$ROOT"/var/tmp/claims-deb/*.deb "$REPO/build/deb/" ||
+        fail "could not copy the packages"
+    echo "test_pg17.sh: $REPO/build/deb/$(basename "$deb")"
+    exit 0
+fi
+
 echo "test_pg17.sh: testing in the Debian $SUITE root $ROOT with PostgreSQL $PG_MAJOR"
 out="$ROOT/var/tmp/claims-test_pg17.out"
-chroot "$ROOT" /usr/bin/env -i "${inner_env[@]}" bash -c "$inner_script" 2>&1 | tee "$out"
+chroot "$ROOT" /usr/bin/env -i "${inner_env[@]}" bash -c "$inner_script" inner test.sh 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 last="$(tail -n 1 "$out" 2>/dev/null)"
-if ! [[ "$last" =~ ^[0-9]+\ passed,\ [0-9]+\ failed$ ]]; then
+if ! [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
     fail "the run inside the root did not finish (status $rc, $(($(date +%s) - start)) s)"
 fi
-if [ "$rc" -eq 0 ] && [[ "$last" =~ [1-9][0-9]*\ failed$ ]]; then
-    rc=1
+passed=${BASH_REMATCH[1]}
+failed=${BASH_REMATCH[2]}
+
+# The package suite, from the host: postgresql-17-claims built in the root,
+# installed on a fresh copy of the pristine Debian 13 root.
+if [ "${CLAIMS_PACKAGE_TEST:-1}" != 0 ]; then
+    echo
+    echo "=== package (make deb PG=17, installed on a clean root) ==="
+    pkg_out="$(dirname "$ROOT")/test_package-$PG_MAJOR.out"
+    if deb="$(build_deb)" && [ -n "$deb" ]; then
+        unmount_all
+        "$REPO/scripts/test_package.sh" "$PG_MAJOR" "$deb" 2>&1 | tee "$pkg_out"
+    else
+        echo "test_pg17.sh: make deb in the root failed" | tee "$pkg_out"
+    fi
+    if [[ "$(tail -n 1 "$pkg_out")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed=$((passed + BASH_REMATCH[1]))
+        failed=$((failed + BASH_REMATCH[2]))
+    else
+        failed=$((failed + 1))
+    fi
+    echo
+    echo "$passed passed, $failed failed"
 fi
-exit "$rc"
+if [ "$failed" -ne 0 ] || [ "$rc" -ne 0 ]; then
+    exit 1
+fi
+exit 0
