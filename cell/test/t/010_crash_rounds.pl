@@ -106,17 +106,21 @@ sub finish_clients
 	return;
 }
 
-# Settle: reconcile passes (nothing is in flight now) until none is pending.
+# Settle: reconcile passes (nothing is in flight now) until none is pending;
+# a pass may fail while the cell's circuit breaker, opened by the store's
+# outage, cools down.
 sub settle
 {
 	my $out = '';
-	for (1 .. 20)
+	for (1 .. 40)
 	{
-		$out = $node->safe_psql('cell1', q{
+		my ($rc, $stdout, $stderr) = $node->psql('cell1', q{
 SET claims_cell.stale_after = 0; SET claims_cell.cleanup_after = 0; SET claims_cell.orphan_after = 0;
 SELECT * FROM claims_cell.reconcile(true)});
-		return $out if $out =~ /\|0$/ && $node->safe_psql('cell1', 'SELECT count(*) FROM claims_cell.outstanding_leases') eq '0';
-		sleep(0.2);
+		$out = $rc == 0 ? $stdout : "error: $stderr";
+		return $out if $rc == 0 && $out =~ /\|0$/
+		  && $node->safe_psql('cell1', 'SELECT count(*) FROM claims_cell.outstanding_leases') eq '0';
+		sleep(0.5);
 	}
 	return $out;
 }
