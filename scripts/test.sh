@@ -197,31 +197,39 @@ judge_regress_run() {
     echo "$p $fl"
 }
 
-# Suite (a): pg_regress over sql/*.sql against expected/*.out.
-run_regress() {
-    local tests=() f out p fl
-    section "regress (pg_regress)"
-    for f in "$REPO"/sql/*.sql; do
+# pg_regress over DIR/sql/*.sql against DIR/expected/*.out on a temp
+# instance: regress_suite LABEL DIR LOGNAME [TEMP_CONFIG relative to DIR].
+regress_suite() {
+    local label=$1 dir=$2 logname=$3 conf=${4:-} tests=() f out p fl rel
+    rel="${dir#"$REPO"}"
+    rel="${rel#/}"
+    section "$label (pg_regress ${rel:+$rel/}sql)"
+    for f in "$dir"/sql/*.sql; do
         [ -e "$f" ] || continue
         f="${f##*/}"
         tests+=("${f%.sql}")
     done
     if [ "${#tests[@]}" -eq 0 ]; then
-        echo "no tests in sql/; skipped"
-        SKIPPED_NOTES+=("regress suite skipped: no sql/*.sql")
+        echo "no tests in ${rel:+$rel/}sql/; skipped"
+        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}sql/*.sql")
         return 0
     fi
-    rm -rf "$REPO/results" "$REPO/log" "$REPO/regression.diffs" "$REPO/regression.out"
-    out="$LOGDIR/regress.out"
+    rm -rf "$dir/results" "$dir/log" "$dir/regression.diffs" "$dir/regression.out"
+    out="$LOGDIR/$logname.out"
     local opts=(--temp-instance=./tmp_check --inputdir=. --bindir="$BINDIR"
         --dbname=contrib_regression)
-    [ -n "$TEMP_CONFIG_FILE" ] && opts+=(--temp-config=test/claims.conf)
-    (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+    [ -n "$conf" ] && opts+=(--temp-config="$conf")
+    (cd "$dir" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
         "$PGXS_DIR/src/test/regress/pg_regress" "${opts[@]}" "${tests[@]}") 2>&1 | tee "$out"
-    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_regress test "$REPO")
-    echo "-- regress: $p ok, $fl not ok"
+    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_regress test "$dir")
+    echo "-- $label: $p ok, $fl not ok"
     add_counts "$p" "$fl"
     stop_stray_servers_any
+}
+
+# Suite (a): pg_regress over sql/*.sql (the store).
+run_regress() {
+    regress_suite regress "$REPO" regress "$([ -n "$TEMP_CONFIG_FILE" ] && echo test/claims.conf)"
 }
 
 # Suite (b): pg_isolation_regress over test/isolation/specs/*.spec.
@@ -251,113 +259,42 @@ run_isolation() {
     stop_stray_servers_any
 }
 
-# Suite (c): prove over test/t/*.pl, one prove per file, with the
-# environment of PGXS's prove_installcheck (plus TEMP_CONFIG so every
-# PostgreSQL::Test::Cluster node preloads claims unless a test overrides it).
-run_tap() {
+# prove over DIR/test/t/*.pl, one prove per file, with the environment of
+# PGXS's prove_installcheck: prove_suite LABEL DIR LOGPREFIX PGPORT
+# [TEMP_CONFIG file every PostgreSQL::Test::Cluster node appends].
+prove_suite() {
+    local label=$1 dir=$2 prefix=$3 port=$4 conf=${5:-} rel
     local files=() f name out rc p fl s tp=0 tf=0 ts=0
-    section "tap (prove test/t)"
-    for f in "$REPO"/test/t/*.pl; do
-        [ -e "$f" ] && files+=("test/t/${f##*/}")
-    done
-    if [ "${#files[@]}" -eq 0 ]; then
-        echo "no TAP files in test/t/; skipped"
-        SKIPPED_NOTES+=("tap suite skipped: no test/t/*.pl")
-        return 0
-    fi
-    rm -rf "$REPO/tmp_check"
-    mkdir -p "$REPO/tmp_check"
-    for f in "${files[@]}"; do
-        name="$(basename "$f" .pl)"
-        out="$LOGDIR/tap_$name.out"
-        (
-            cd "$REPO" || exit 1
-            # TESTLOGDIR: PostgreSQL 17 writes the logs to ./log without it
-            export TESTDIR="$REPO" TESTDATADIR="$REPO/tmp_check" TESTLOGDIR="$REPO/tmp_check/log"
-            export PATH="$BINDIR:$REPO:$PATH" PGPORT=65432
-            export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
-            [ -n "$TEMP_CONFIG_FILE" ] && export TEMP_CONFIG="$TEMP_CONFIG_FILE"
-            timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
-                prove -v --merge -I "$PGXS_DIR/src/test/perl/" -I "$REPO" "$f"
-        ) 2>&1 | tee "$out"
-        rc=${PIPESTATUS[0]}
-        read -r p fl s < <(count_tap "$out")
-        if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
-            echo "$f: prove exited with status $rc without a failed assertion (died, bad plan or timeout); counted as one failure"
-            fl=1
-        fi
-        if [ "$fl" -gt 0 ]; then
-            show_tail "$REPO/tmp_check/log/regress_log_$name" 80
-            local nodelog
-            for nodelog in "$REPO"/tmp_check/log/"${name}"_*.log; do
-                show_tail "$nodelog" 40
-            done
-        fi
-        tp=$((tp + p))
-        tf=$((tf + fl))
-        ts=$((ts + s))
-    done
-    echo "-- tap: $tp ok, $tf not ok, $ts skipped/todo"
-    add_counts "$tp" "$tf"
-    stop_stray_servers_any
-}
-
-# Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
-# instance with cell/test/claims_cell.conf.
-run_cell_regress() {
-    local tests=() f out p fl dir="$REPO/cell"
-    section "cell regress (pg_regress cell/sql)"
-    for f in "$dir"/sql/*.sql; do
-        [ -e "$f" ] || continue
-        f="${f##*/}"
-        tests+=("${f%.sql}")
-    done
-    if [ "${#tests[@]}" -eq 0 ]; then
-        echo "no tests in cell/sql/; skipped"
-        SKIPPED_NOTES+=("cell regress suite skipped: no cell/sql/*.sql")
-        return 0
-    fi
-    rm -rf "$dir/results" "$dir/log" "$dir/regression.diffs" "$dir/regression.out"
-    out="$LOGDIR/cell_regress.out"
-    (cd "$dir" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
-        "$PGXS_DIR/src/test/regress/pg_regress" --temp-instance=./tmp_check --inputdir=. \
-        --bindir="$BINDIR" --temp-config=test/claims_cell.conf --dbname=contrib_regression \
-        "${tests[@]}") 2>&1 | tee "$out"
-    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_regress test "$dir")
-    echo "-- cell regress: $p ok, $fl not ok"
-    add_counts "$p" "$fl"
-    stop_stray_servers_any
-}
-
-# Suite (f): prove over cell/test/t/*.pl, a store node and a cell node each.
-run_cell_tap() {
-    local files=() f name out rc p fl s tp=0 tf=0 ts=0 dir="$REPO/cell"
-    section "cell tap (prove cell/test/t)"
+    rel="${dir#"$REPO"}"
+    rel="${rel#/}"
+    section "$label (prove ${rel:+$rel/}test/t)"
     for f in "$dir"/test/t/*.pl; do
         [ -e "$f" ] && files+=("test/t/${f##*/}")
     done
     if [ "${#files[@]}" -eq 0 ]; then
-        echo "no TAP files in cell/test/t/; skipped"
-        SKIPPED_NOTES+=("cell tap suite skipped: no cell/test/t/*.pl")
+        echo "no TAP files in ${rel:+$rel/}test/t/; skipped"
+        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}test/t/*.pl")
         return 0
     fi
     rm -rf "$dir/tmp_check"
     mkdir -p "$dir/tmp_check"
     for f in "${files[@]}"; do
         name="$(basename "$f" .pl)"
-        out="$LOGDIR/cell_tap_$name.out"
+        out="$LOGDIR/${prefix}_$name.out"
         (
             cd "$dir" || exit 1
+            # TESTLOGDIR: PostgreSQL 17 writes the logs to ./log without it
             export TESTDIR="$dir" TESTDATADIR="$dir/tmp_check" TESTLOGDIR="$dir/tmp_check/log"
-            export PATH="$BINDIR:$dir:$PATH" PGPORT=65032
+            export PATH="$BINDIR:$dir:$PATH" PGPORT="$port"
             export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
+            [ -n "$conf" ] && export TEMP_CONFIG="$conf"
             timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
                 prove -v --merge -I "$PGXS_DIR/src/test/perl/" -I "$dir" "$f"
         ) 2>&1 | tee "$out"
         rc=${PIPESTATUS[0]}
         read -r p fl s < <(count_tap "$out")
         if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
-            echo "cell/$f: prove exited with status $rc without a failed assertion (died, bad plan or timeout); counted as one failure"
+            echo "${rel:+$rel/}$f: prove exited with status $rc without a failed assertion (died, bad plan or timeout); counted as one failure"
             fl=1
         fi
         if [ "$fl" -gt 0 ]; then
@@ -371,9 +308,26 @@ run_cell_tap() {
         tf=$((tf + fl))
         ts=$((ts + s))
     done
-    echo "-- cell tap: $tp ok, $tf not ok, $ts skipped/todo"
+    echo "-- $label: $tp ok, $tf not ok, $ts skipped/todo"
     add_counts "$tp" "$tf"
     stop_stray_servers_any
+}
+
+# Suite (c): prove over test/t/*.pl (plus TEMP_CONFIG so every node
+# preloads claims unless a test overrides it).
+run_tap() {
+    prove_suite tap "$REPO" tap 65432 "$TEMP_CONFIG_FILE"
+}
+
+# Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
+# instance with cell/test/claims_cell.conf.
+run_cell_regress() {
+    regress_suite "cell regress" "$REPO/cell" cell_regress test/claims_cell.conf
+}
+
+# Suite (f): prove over cell/test/t/*.pl, a store node and a cell node each.
+run_cell_tap() {
+    prove_suite "cell tap" "$REPO/cell" cell_tap 65032
 }
 
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,

@@ -122,8 +122,8 @@ StaticAssertDecl(sizeof(CellCycleArgs) <= BGW_EXTRALEN, "CellCycleArgs does not 
 
 static CellWorkerShared *cell_worker = NULL;
 
-void		claims_cell_worker_main(Datum main_arg) pg_attribute_noreturn();
-void		claims_cell_cycle_main(Datum main_arg);
+PGDLLEXPORT void claims_cell_worker_main(Datum main_arg) pg_attribute_noreturn();
+PGDLLEXPORT void claims_cell_cycle_main(Datum main_arg);
 
 /* Define the worker's settings (with or without preloading). */
 void
