@@ -70,5 +70,10 @@ run:
 	scripts/run.sh
 stop:
 	scripts/stop.sh
+# make bench PG=17: the benchmark against PostgreSQL 17 in the Debian 13 root.
 bench:
+ifeq ($(PG),17)
+	CLAIMS_PG17_RUN=bench scripts/test_pg17.sh
+else
 	bench/run.sh
+endif

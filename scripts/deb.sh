@@ -14,7 +14,7 @@ OUT="${CLAIMS_DEB_OUT:-$REPO/build/deb}"
 VERSION="$("$REPO/scripts/dist_version.sh")"
 WORK="$REPO/build/deb-src"
 SRC="$WORK/claims-$VERSION"
-BUILD_DEPS=(debhelper postgresql-server-dev-all dpkg-dev libpq-dev libssl-dev)
+BUILD_DEPS=(build-essential debhelper postgresql-server-dev-all dpkg-dev libpq-dev libssl-dev)
 
 missing=()
 for p in "${BUILD_DEPS[@]}"; do

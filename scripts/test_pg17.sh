@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # test_pg17.sh: `make test PG=17`. Runs the whole of `make test` (every suite
 # of both extensions) against PostgreSQL 17 from a Debian 13 (trixie) root,
-# on this Debian 12 machine, whose own PostgreSQL (15) is left alone.
+# on this Debian 12 machine, whose own PostgreSQL (15) is left alone, then
+# the package suite (postgresql-17-claims built in the root and installed on
+# a fresh copy of a pristine Debian 13 root). CLAIMS_PG17_RUN=deb (`make deb
+# PG=17`) only builds the package into build/deb/; CLAIMS_PG17_RUN=bench
+# (`make bench PG=17`) runs bench/run.sh in the root (BENCH_* passed on).
 #
 # As root:
 #   1. the root: build/pg17-root (CLAIMS_PG17_ROOT), made once with
@@ -76,7 +80,7 @@ while IFS= read -r var; do
     case "$var" in
         CLAIMS_PG17_ROOT=* | CLAIMS_DEBIAN_MIRROR=* | CLAIMS_PG_MAJOR=* | CLAIMS_TEST_SUMMARY_FILE=* | \
             CLAIMS_PACKAGE_TEST=* | CLAIMS_DEB_OUT=* | CLAIMS_PG17_RUN=*) ;;
-        CLAIMS_*=*) inner_env+=("$var") ;;
+        CLAIMS_*=* | BENCH_*=*) inner_env+=("$var") ;;
     esac
 done < <(env)
 
@@ -91,7 +95,11 @@ tar -C /mnt/claims --anchored --exclude=./.git --exclude=./build --exclude="./tm
     --exclude="./cell/tmp_check*" --exclude=./results --exclude=./cell/results \
     --exclude=./output_iso --exclude=./log --exclude=./cell/log --exclude=./.run \
     --exclude="*.o" --exclude="*.so" --exclude="*.bc" -cf - . | tar -C "$src" -xf - || exit 1
-cd "$src" && exec bash "$src/scripts/$cmd"
+cd "$src" || exit 1
+case "$cmd" in
+    bench) bash scripts/deps.sh >/dev/null && make -s install >/dev/null && exec bash bench/run.sh ;;
+    *) exec bash "$src/scripts/$cmd" ;;
+esac
 '
 
 # Build postgresql-17-claims inside the root; prints the .deb's path on the host.
@@ -107,6 +115,12 @@ if [ "${CLAIMS_PG17_RUN:-test}" = deb ]; then
         fail "could not copy the packages"
     echo "test_pg17.sh: $REPO/build/deb/$(basename "$deb")"
     exit 0
+fi
+
+if [ "${CLAIMS_PG17_RUN:-test}" = bench ]; then
+    echo "test_pg17.sh: benchmarking in the Debian $SUITE root $ROOT with PostgreSQL $PG_MAJOR"
+    chroot "$ROOT" /usr/bin/env -i "${inner_env[@]}" bash -c "$inner_script" inner bench
+    exit $?
 fi
 
 echo "test_pg17.sh: testing in the Debian $SUITE root $ROOT with PostgreSQL $PG_MAJOR"
