@@ -42,6 +42,7 @@
  *-------------------------------------------------------------------------
  */
 #include "claims.h"
+#include "bgw_database.h"
 
 #include <limits.h>
 
@@ -126,14 +127,6 @@ typedef struct ClaimsCycleArgs
 StaticAssertDecl(sizeof(ClaimsCycleArgs) <= BGW_EXTRALEN,
 				 "ClaimsCycleArgs does not fit in bgw_extra");
 
-/* Whether a cycle can run in claims.database, as the launcher last saw. */
-typedef enum ClaimsDatabaseState
-{
-	CLAIMS_DB_AVAILABLE,
-	CLAIMS_DB_MISSING,
-	CLAIMS_DB_NO_CONNECTIONS
-} ClaimsDatabaseState;
-
 /* Cycle worker: the cells as the last cycle left them, while it runs. */
 static HTAB *stale_cells = NULL;
 static bool logged_missing = false;
@@ -144,7 +137,7 @@ static ClaimsReporterState *reporter_state = NULL;
 static dsa_area *reporter_area = NULL;
 static int	reporter_tranche = 0;
 static Oid	reporter_dboid = InvalidOid;	/* the database the state is of */
-static ClaimsDatabaseState database_state = CLAIMS_DB_AVAILABLE;
+static ClaimsBgwDatabaseState database_state = CLAIMS_BGW_DB_AVAILABLE;
 static bool logged_standby = false;
 static bool logged_no_slot = false;
 
@@ -333,35 +326,6 @@ claims_worker_save_state(dsa_area *area, ClaimsReporterState *state)
 }
 
 /*
- * Whether another session holds or awaits a lock on the database that
- * keeps new sessions out (DROP DATABASE, CREATE DATABASE ... TEMPLATE,
- * ALTER DATABASE ... RENAME): tested without waiting, with the lock that a
- * connecting session takes.
- */
-static bool
-claims_worker_database_wanted(Oid dboid)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, dboid, 0);
-	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, RowExclusiveLock, true);
-	return false;
-}
-
-/* Whether an interrupted DROP DATABASE left the database unusable. */
-static bool
-claims_worker_database_invalid(Form_pg_database db)
-{
-#ifdef DATCONNLIMIT_INVALID_DB
-	return db->datconnlimit == DATCONNLIMIT_INVALID_DB;
-#else
-	return false;
-#endif
-}
-
-/*
  * Launcher: look claims.database up in pg_database, and log when a cycle
  * becomes impossible there or possible again. Returns its OID, or
  * InvalidOid when no cycle can run.
@@ -369,47 +333,17 @@ claims_worker_database_invalid(Form_pg_database db)
 static Oid
 claims_worker_find_database(void)
 {
-	ClaimsDatabaseState state = CLAIMS_DB_MISSING;
-	Oid			dboid = InvalidOid;
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_database_datname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum(claims_database));
-	/* no index: without a database, the relcache may not know pg_database's */
-	scan = systable_beginscan(rel, DatabaseNameIndexId, false, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-	{
-		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-
-		if (claims_worker_database_invalid(db))
-			state = CLAIMS_DB_MISSING;
-		else if (!db->datallowconn)
-			state = CLAIMS_DB_NO_CONNECTIONS;
-		else
-		{
-			state = CLAIMS_DB_AVAILABLE;
-			dboid = db->oid;
-		}
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	CommitTransactionCommand();
+	Oid			dboid;
+	ClaimsBgwDatabaseState state = claims_bgw_find_database(claims_database, &dboid);
 
 	if (state != database_state)
 	{
-		if (state == CLAIMS_DB_MISSING)
+		if (state == CLAIMS_BGW_DB_MISSING)
 			ereport(LOG,
 					(errcode(ERRCODE_UNDEFINED_DATABASE),
 					 errmsg("claims: database \"%s\" does not exist; stale lease reports wait until it is created",
 							claims_database)));
-		else if (state == CLAIMS_DB_NO_CONNECTIONS)
+		else if (state == CLAIMS_BGW_DB_NO_CONNECTIONS)
 			ereport(LOG,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("claims: database \"%s\" does not allow connections; stale lease reports wait until it does",
@@ -422,7 +356,7 @@ claims_worker_find_database(void)
 	}
 
 	/* a dropped database's cells mean nothing in its successor */
-	if (state == CLAIMS_DB_MISSING || (OidIsValid(dboid) && dboid != reporter_dboid))
+	if (state == CLAIMS_BGW_DB_MISSING || (OidIsValid(dboid) && dboid != reporter_dboid))
 	{
 		claims_worker_reset_state();
 		reporter_dboid = dboid;
@@ -629,7 +563,7 @@ claims_worker_prune(void)
 		uint64		deleted;
 		int			ret;
 
-		if (claims_worker_database_wanted(MyDatabaseId))
+		if (claims_bgw_database_wanted(MyDatabaseId))
 		{
 			ereport(DEBUG1,
 					(errmsg("claims: lease history pruning stops early: another session waits for database \"%s\"",
@@ -736,7 +670,7 @@ claims_worker_launch(void)
 	dboid = claims_worker_find_database();
 	if (!OidIsValid(dboid))
 		return;
-	if (claims_worker_database_wanted(dboid))
+	if (claims_bgw_database_wanted(dboid))
 	{
 		ereport(DEBUG1,
 				(errmsg("claims: stale lease report skipped: another session waits for database \"%s\"",
@@ -781,7 +715,7 @@ claims_worker_cycle_main(Datum main_arg)
 	pgstat_report_appname(CLAIMS_CYCLE_NAME);
 
 	claims_stats_worker_cycle(true);
-	if (claims_worker_database_wanted(MyDatabaseId))
+	if (claims_bgw_database_wanted(MyDatabaseId))
 		ereport(DEBUG1,
 				(errmsg("claims: stale lease report skipped: another session waits for database \"%s\"",
 						claims_database)));

@@ -35,13 +35,11 @@
  *-------------------------------------------------------------------------
  */
 #include "claims_cell.h"
+#include "../../src/bgw_database.h"
 
 #include <limits.h>
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/table.h"
-#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
@@ -53,8 +51,6 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -266,23 +262,6 @@ cell_worker_queue_busy(void)
 }
 
 /*
- * Whether another session holds or awaits a lock on the database that
- * keeps new sessions out (DROP DATABASE, CREATE DATABASE ... TEMPLATE,
- * ALTER DATABASE ... RENAME), tested without waiting.
- */
-static bool
-cell_worker_database_wanted(Oid dboid)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, dboid, 0);
-	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
-		return true;
-	LockRelease(&tag, RowExclusiveLock, true);
-	return false;
-}
-
-/*
  * Launcher: the OID of claims_cell.database when it exists and accepts
  * connections, else InvalidOid (logged once per change).
  */
@@ -290,50 +269,22 @@ static Oid
 cell_worker_find_database(void)
 {
 	static int	last_state = -1;
-	int			state = 0;		/* 0 none set, 1 missing, 2 no connections, 3 fine */
+	int			state = -2;		/* not set; else a ClaimsBgwDatabaseState */
 	Oid			dboid = InvalidOid;
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
 
 	if (cell_worker_database != NULL && cell_worker_database[0] != '\0')
-	{
-		state = 1;
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		rel = table_open(DatabaseRelationId, AccessShareLock);
-		ScanKeyInit(&key, Anum_pg_database_datname, BTEqualStrategyNumber, F_NAMEEQ,
-					CStringGetDatum(cell_worker_database));
-		scan = systable_beginscan(rel, DatabaseNameIndexId, false, NULL, 1, &key);
-		tup = systable_getnext(scan);
-		if (HeapTupleIsValid(tup))
-		{
-			Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-
-			state = db->datallowconn ? 3 : 2;
-#ifdef DATCONNLIMIT_INVALID_DB
-			if (db->datconnlimit == DATCONNLIMIT_INVALID_DB)
-				state = 1;
-#endif
-			if (state == 3)
-				dboid = db->oid;
-		}
-		systable_endscan(scan);
-		table_close(rel, AccessShareLock);
-		CommitTransactionCommand();
-	}
+		state = claims_bgw_find_database(cell_worker_database, &dboid);
 
 	if (state != last_state)
 	{
-		if (state == 0)
+		if (state == -2)
 			ereport(LOG,
 					(errmsg("claims_cell: claims_cell.database is not set; the background worker waits")));
-		else if (state == 1)
+		else if (state == CLAIMS_BGW_DB_MISSING)
 			ereport(LOG,
 					(errmsg("claims_cell: database \"%s\" does not exist; the background worker waits until it is created",
 							cell_worker_database)));
-		else if (state == 2)
+		else if (state == CLAIMS_BGW_DB_NO_CONNECTIONS)
 			ereport(LOG,
 					(errmsg("claims_cell: database \"%s\" does not allow connections; the background worker waits",
 							cell_worker_database)));
@@ -502,7 +453,7 @@ claims_cell_worker_main(Datum main_arg)
 			bool		full = notified ||
 				TimestampDifferenceExceeds(last_full, now, CELL_FULL_SCAN_EVERY_S * 1000);
 
-			if (cell_worker_database_wanted(dboid))
+			if (claims_bgw_database_wanted(dboid))
 				ereport(DEBUG1,
 						(errmsg("claims_cell: worker cycle skipped: another session waits for database \"%s\"",
 								cell_worker_database)));
@@ -806,7 +757,7 @@ claims_cell_cycle_main(Datum main_arg)
 			cell_cycle_end();
 			continue;
 		}
-		if (cell_worker_database_wanted(MyDatabaseId))
+		if (claims_bgw_database_wanted(MyDatabaseId))
 			break;
 		if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					  CELL_CYCLE_LINGER_MS, PG_WAIT_EXTENSION) & WL_TIMEOUT)
