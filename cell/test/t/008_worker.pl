@@ -2,7 +2,8 @@
 # the COMMIT, a pass at once when the store's NOTIFY claims_stale_leases
 # names the cell (the interval is an hour, so nothing else can run it),
 # leases finished by the worker with claims_cell.finish_leases_in =
-# 'worker' (commit and rollback), counters in claims_cell.stats, a pass
+# 'worker' (commit and rollback; a full queue falls back to the callback),
+# counters in claims_cell.stats, a pass
 # every interval, the LISTEN connection back after the store restarts,
 # DROP DATABASE of the cell's database not held up, a restart.
 use strict;
@@ -138,6 +139,39 @@ ok($node->wait_for_log(qr/listening for stale lease reports of the claims store 
 $node->safe_psql('cell1', q{INSERT INTO users VALUES (8, 'gina')});
 ok( $node->poll_query_until('cell1', 'SELECT count(*) = 0 FROM claims_cell.outstanding_leases'),
 	'claims work again after the store restarted');
+
+# A full queue: with the launcher stopped (SIGSTOP) nothing drains it, so
+# after 4096 leases handed over in worker mode the callbacks must fall back
+# to committing at the store themselves; once the launcher runs again the
+# queued leases are committed too and every row goes.
+my $launcher = $node->safe_psql('postgres',
+	q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'claims_cell worker'});
+kill 'STOP', $launcher;
+# a cycle started before the stop drains until it has been idle a second
+ok( $node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'claims_cell worker cycle'}),
+	'the launcher is stopped and no worker cycle runs');
+$node->safe_psql('cell1', q{
+CREATE PROCEDURE fill(n int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. n LOOP
+        INSERT INTO users VALUES (100000 + i, 'q' || i);
+        COMMIT;
+    END LOOP;
+END $$;
+SET claims_cell.finish_leases_in = 'worker';
+CALL fill(4200);
+});
+my $q_committed = q{SELECT count(*) FROM claim_leases WHERE creator_id = 1 AND state = 'committed' AND payload::text LIKE '%"q%'};
+is($store->safe_psql('postgres', $q_committed), 4200 - 4096,
+	'queue full: the commit callbacks committed the leases that did not fit');
+is($store->safe_psql('postgres', q{SELECT count(*) FROM claim_leases WHERE creator_id = 1 AND state = 'outstanding'}),
+	'4096', 'the 4096 queued leases wait for the stopped worker');
+kill 'CONT', $launcher;
+ok($store->poll_query_until('postgres', "SELECT ($q_committed) = 4200"),
+	'once the worker runs again every queued lease is committed');
+ok( $node->poll_query_until('cell1', 'SELECT count(*) = 0 FROM claims_cell.outstanding_leases'),
+	'and every lease row is gone');
 
 # A restart: the worker comes back and the cell works.
 $node->restart;
