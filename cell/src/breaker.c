@@ -34,6 +34,7 @@ typedef struct CellBreakerSlot
 	uint64		latency_n;
 	double		latency_max_ms;
 	TimestampTz last_reconcile;
+	TimestampTz last_verify;
 } CellBreakerSlot;
 
 typedef struct CellBreakerShared
@@ -298,6 +299,26 @@ cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, 
 	cell_unlock();
 }
 
+/* Count one slice of a verification by the background worker. */
+void
+cell_stats_verify(bool finished, int64 missing, int64 extra, int64 drifted, int64 repaired)
+{
+	CellBreakerSlot *s;
+
+	cell_lock();
+	s = cell_slot();
+	if (finished)
+	{
+		s->counters[CELL_STAT_VERIFY_RUNS]++;
+		s->last_verify = GetCurrentTimestamp();
+	}
+	s->counters[CELL_STAT_VERIFY_MISSING] += missing;
+	s->counters[CELL_STAT_VERIFY_EXTRA] += extra;
+	s->counters[CELL_STAT_VERIFY_DRIFTED] += drifted;
+	s->counters[CELL_STAT_VERIFY_REPAIRED] += repaired;
+	cell_unlock();
+}
+
 /* Copy this database's counters and breaker state. */
 void
 cell_stats_read(CellStatsSnapshot *snap)
@@ -320,5 +341,6 @@ cell_stats_read(CellStatsSnapshot *snap)
 	snap->latency_n = s->latency_n;
 	snap->latency_max_ms = s->latency_max_ms;
 	snap->last_reconcile = s->last_reconcile;
+	snap->last_verify = s->last_verify;
 	cell_unlock();
 }

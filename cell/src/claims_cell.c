@@ -25,6 +25,8 @@ int			cell_max_batch_size = 1000;
 int			cell_stale_after_s = 300;
 int			cell_orphan_after_s = 3600;
 int			cell_cleanup_after_s = 5;
+int			cell_verify_recent_s = 3600;
+int			cell_verify_interval_s = 7 * 24 * 3600;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -115,6 +117,21 @@ _PG_init(void)
 							&cell_cleanup_after_s,
 							5, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("claims_cell.verify_recent",
+							"Rows and claims changed more recently than this are skipped by verify().",
+							"Recency comes from the table's updated_at column, else from commit timestamps when track_commit_timestamp is on, and from the claim's updated_at at the store.",
+							&cell_verify_recent_s,
+							3600, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.verify_interval",
+							"Time between two verifications of a claimed table by the background worker; 0 turns them off.",
+							NULL,
+							&cell_verify_interval_s,
+							7 * 24 * 3600, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	cell_worker_define_gucs();

@@ -33,6 +33,8 @@ extern int	cell_max_batch_size;
 extern int	cell_stale_after_s;
 extern int	cell_orphan_after_s;
 extern int	cell_cleanup_after_s;
+extern int	cell_verify_recent_s;
+extern int	cell_verify_interval_s;
 
 /* worker.c: the background worker and its queue */
 typedef enum CellFinishIn
@@ -77,6 +79,7 @@ extern bool cell_is_canonical_int64(const char *s);
 
 /* xact.c */
 extern void cell_xact_callback(XactEvent event, void *arg);
+extern void cell_leases_subxact(SubXactEvent event);
 
 /* fdw.c */
 extern Oid	cell_server_oid(const char *server_name, bool missing_ok);
@@ -117,6 +120,10 @@ extern char *cell_server_label(void);
 extern void cell_raise_unreachable(const CellCallResult *r) pg_attribute_noreturn();
 extern void cell_raise_remote(const CellCallResult *r, const char *what) pg_attribute_noreturn();
 
+/* xact.c: the leases of claims_cell.verify()'s repairs */
+extern bool cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
+								   char *lease_out, CellCallResult *r);
+
 /* breaker.c: circuit breaker and statistics, shared or per backend */
 typedef enum CellStat
 {
@@ -135,6 +142,12 @@ typedef enum CellStat
 	CELL_STAT_RECONCILE_COMMITTED,
 	CELL_STAT_RECONCILE_ROLLED_BACK,
 	CELL_STAT_RECONCILE_ORPHANS,
+	/* the background worker's verifications (1.3) */
+	CELL_STAT_VERIFY_RUNS,
+	CELL_STAT_VERIFY_MISSING,
+	CELL_STAT_VERIFY_EXTRA,
+	CELL_STAT_VERIFY_DRIFTED,
+	CELL_STAT_VERIFY_REPAIRED,
 	CELL_STAT_COUNT
 } CellStat;
 
@@ -148,6 +161,7 @@ typedef struct CellStatsSnapshot
 	uint64		latency_n;
 	double		latency_max_ms;
 	TimestampTz last_reconcile; /* 0: never */
+	TimestampTz last_verify;	/* 0: never */
 } CellStatsSnapshot;
 
 extern void cell_breaker_shmem_request(void);
@@ -156,6 +170,8 @@ extern CellCallStatus cell_breaker_enter(bool *probe);
 extern void cell_breaker_leave(int outcome, bool probe, double elapsed_ms);
 extern void cell_stats_count(CellStat stat);
 extern void cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, int64 pending);
+extern void cell_stats_verify(bool finished, int64 missing, int64 extra, int64 drifted,
+							  int64 repaired);
 extern void cell_stats_read(CellStatsSnapshot *snap);
 extern bool cell_breaker_is_shared(void);
 

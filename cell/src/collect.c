@@ -73,6 +73,7 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	int			level = GetCurrentTransactionNestLevel();
 	ListCell   *lc;
 
+	cell_leases_subxact(event);
 	if (cell_pending == NIL)
 		return;
 	if (event == SUBXACT_EVENT_ABORT_SUB)

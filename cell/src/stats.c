@@ -22,8 +22,8 @@ Datum
 claims_cell_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[CELL_STAT_COUNT + 6];
-	bool		nulls[CELL_STAT_COUNT + 6] = {0};
+	Datum		values[CELL_STAT_COUNT + 7];
+	bool		nulls[CELL_STAT_COUNT + 7] = {0};
 	CellStatsSnapshot s;
 	int			i = 0;
 
@@ -41,9 +41,14 @@ claims_cell_stats(PG_FUNCTION_ARGS)
 	values[i++] = Float8GetDatum(s.latency_n > 0 ? s.latency_sum_ms / s.latency_n : 0);
 	values[i++] = Float8GetDatum(s.latency_max_ms);
 	/* 1.2: the background worker's passes */
-	for (int k = CELL_STAT_RECONCILE_PASSES; k < CELL_STAT_COUNT; k++)
+	for (int k = CELL_STAT_RECONCILE_PASSES; k <= CELL_STAT_RECONCILE_ORPHANS; k++)
 		values[i++] = Int64GetDatum((int64) s.counters[k]);
 	nulls[i] = (s.last_reconcile == 0);
 	values[i++] = TimestampTzGetDatum(s.last_reconcile);
+	/* 1.3: the background worker's verifications */
+	for (int k = CELL_STAT_VERIFY_RUNS; k < CELL_STAT_COUNT; k++)
+		values[i++] = Int64GetDatum((int64) s.counters[k]);
+	nulls[i] = (s.last_verify == 0);
+	values[i++] = TimestampTzGetDatum(s.last_verify);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

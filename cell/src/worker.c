@@ -694,6 +694,53 @@ cell_cycle_reconcile(bool full_scan)
 						(long long) counts[2], (long long) counts[3])));
 }
 
+/*
+ * Cycle: the verifications whose turn it is (claims_cell.verify_due(), a
+ * slice of about 10 s), their counts logged and counted. Nothing before
+ * the extension is updated to 1.3.
+ */
+static void
+cell_cycle_verify(void)
+{
+	int			ret;
+
+	ret = SPI_execute("SELECT pg_catalog.to_regprocedure('claims_cell.verify_due(interval)') IS NOT NULL",
+					  true, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1 ||
+		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool){0})))
+		return;
+	ret = SPI_execute("SELECT table_name::pg_catalog.text, missing, extra, drifted, repaired,"
+					  " skipped_recent, finished FROM claims_cell.verify_due()", false, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: verify_due() failed: %s", SPI_result_code_string(ret));
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[row];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *table = SPI_getvalue(tup, desc, 1);
+		int64		counts[5];
+		bool		isnull;
+		bool		finished;
+
+		for (int i = 0; i < 5; i++)
+			counts[i] = DatumGetInt64(SPI_getbinval(tup, desc, i + 2, &isnull));
+		finished = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		if (finished)
+		{
+			cell_stats_verify(true, counts[0], counts[1], counts[2], counts[3]);
+			ereport(LOG,
+					(errmsg("claims_cell: verified table %s: %lld missing, %lld extra, %lld drifted, %lld repaired, %lld skipped as recent",
+							table, (long long) counts[0], (long long) counts[1],
+							(long long) counts[2], (long long) counts[3], (long long) counts[4])));
+		}
+		else
+			ereport(DEBUG1,
+					(errmsg("claims_cell: verifying table %s: %lld missing, %lld extra, %lld drifted, %lld repaired so far",
+							table, (long long) counts[0], (long long) counts[1],
+							(long long) counts[2], (long long) counts[3])));
+	}
+}
+
 /* Cycle exit: backends wake the launcher again. */
 static void
 cell_cycle_forget_latch(int code, Datum arg)
@@ -754,6 +801,9 @@ claims_cell_cycle_main(Datum main_arg)
 		{
 			cell_cycle_begin("claims_cell: reconcile");
 			cell_cycle_reconcile(args.full_scan);
+			cell_cycle_end();
+			cell_cycle_begin("claims_cell: verify");
+			cell_cycle_verify();
 			cell_cycle_end();
 			continue;
 		}

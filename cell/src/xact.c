@@ -70,6 +70,7 @@ typedef struct CellLease
 	bool		sent;			/* a lease may exist at the store */
 	bool		taken;			/* the store confirmed it */
 	bool		in_doubt;		/* an abandoned try may still create it */
+	int			level;			/* transaction nesting level that took it */
 } CellLease;
 
 /* The leases of the current transaction (cell_lease_cxt). */
@@ -94,6 +95,10 @@ enum
 	CELL_NSTMTS
 };
 static SPIPlanPtr cell_stmts[CELL_NSTMTS];
+
+static void cell_record_lease(CellLease *lease, pg_uuid_t *uuid, Oid owner, Oid save_user,
+							  int save_sec);
+static void cell_finish_lease(CellLease *lease, bool commit);
 
 /* Execute one of those statements (inside SPI_connect), preparing it first. */
 static int
@@ -391,6 +396,7 @@ cell_new_lease(pg_uuid_t *uuid)
 	claims_uuid7_fill(uuid, 1);
 	old = MemoryContextSwitchTo(cell_lease_cxt);
 	l = palloc0(sizeof(CellLease));
+	l->level = GetCurrentTransactionNestLevel();
 	strlcpy(l->uuid, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(uuid))),
 			sizeof(l->uuid));
 	cell_leases = lappend(cell_leases, l);
@@ -532,8 +538,6 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 	char	   *request = cell_request(nets, cell_id, lease->uuid, &ncreates, &ndestroys);
 	CellCallResult r;
 	const char *params[1];
-	Datum		arg = UUIDPGetDatum(&uuid);
-	int			ret;
 
 	lease->sent = true;
 	lease->in_doubt = true;		/* until the store answers: a cancel leaves it so */
@@ -562,6 +566,18 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 	if (r.tries > 1)
 		ereport(LOG,
 				(errmsg("claims_cell: lease %s taken on the second try", lease->uuid)));
+	cell_record_lease(lease, &uuid, owner, save_user, save_sec);
+}
+
+/*
+ * Insert a taken lease's row into claims_cell.outstanding_leases as the
+ * extension's owner (inside SPI_connect).
+ */
+static void
+cell_record_lease(CellLease *lease, pg_uuid_t *uuid, Oid owner, Oid save_user, int save_sec)
+{
+	Datum		arg = UUIDPGetDatum(uuid);
+	int			ret;
 
 	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
@@ -588,6 +604,92 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 						   " and fenced it to roll it back."),
 				 errhint("Nothing was claimed; retry the transaction.")));
 	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/*
+ * Take one lease of claims_cell.verify()'s repairs (creates and destroys are
+ * JSON arrays of store records) and record it locally, inside the caller's
+ * transaction: its COMMIT commits the lease, its ABORT (or the abort of the
+ * subtransaction) rolls it back, and a crash leaves it to reconcile().
+ * Returns true with the lease's uuid in lease_out; false when the store
+ * refused, its answer in r. Raises when the store cannot be reached.
+ */
+bool
+cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
+					   char *lease_out, CellCallResult *r)
+{
+	pg_uuid_t	uuid;
+	CellLease  *lease = cell_new_lease(&uuid);
+	StringInfoData req;
+	const char *params[1];
+	Oid			owner = cell_owner(false);
+	Oid			save_user;
+	int			save_sec;
+
+	initStringInfo(&req);
+	appendStringInfo(&req, "{\"cell_id\": %lld, \"lease_uuid\": \"%s\", "
+					 "\"create_records\": %s, \"destroy_records\": %s}",
+					 (long long) cell_id, lease->uuid, creates, destroys);
+	cell_lease_cell_id = cell_id;
+	lease->sent = lease->in_doubt = true;
+	params[0] = req.data;
+	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
+	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, r);
+	if (r->status == CELL_CALL_REMOTE_ERROR)
+	{
+		lease->sent = lease->in_doubt = (r->tries > 1);
+		cell_stats_count(strcmp(r->sqlstate, "23505") == 0 ? CELL_STAT_CONFLICTS_PERMANENT :
+						 strcmp(r->sqlstate, "55P03") == 0 ? CELL_STAT_CONFLICTS_TEMPORARY :
+						 CELL_STAT_REFUSALS);
+		return false;
+	}
+	if (r->status != CELL_CALL_OK)
+	{
+		lease->sent = lease->in_doubt = r->sent;
+		cell_raise_unreachable(r);
+	}
+	lease->in_doubt = (r->tries > 1);
+	if (r->value == NULL || strstr(r->value, lease->uuid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store answered with another lease than %s", lease->uuid),
+				 errdetail("Answer: %s", r->value ? r->value : "NULL")));
+	lease->taken = true;
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
+	cell_record_lease(lease, &uuid, owner, save_user, save_sec);
+	SPI_finish();
+	strlcpy(lease_out, lease->uuid, UUID_LEN * 2 + 5);
+	return true;
+}
+
+/*
+ * Savepoints: the leases a subtransaction took are rolled back at the
+ * store when it rolls back (their local rows are gone with it), and handed
+ * to the parent when it commits.
+ */
+void
+cell_leases_subxact(SubXactEvent event)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	foreach(lc, cell_leases)
+	{
+		CellLease  *l = lfirst(lc);
+
+		if (l->level < level)
+			continue;
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+			l->level = level - 1;
+		else if (event == SUBXACT_EVENT_ABORT_SUB)
+		{
+			if (l->sent)
+				cell_finish_lease(l, false);
+			cell_leases = foreach_delete_current(cell_leases, lc);
+		}
+	}
 }
 
 /*
@@ -733,7 +835,12 @@ cell_finish_lease(CellLease *lease, bool commit)
 	PG_END_TRY();
 }
 
-/* Commit (taken leases) or roll back (leases that may exist) at the store. */
+/*
+ * Commit (taken leases) or roll back (leases that may exist) at the store.
+ * A committing transaction rolls back the leases it sent but that were
+ * refused (verify() carries on after a refusal): a lost first try may
+ * have created them.
+ */
 static void
 cell_finish_leases(bool commit)
 {
@@ -743,8 +850,8 @@ cell_finish_leases(bool commit)
 	{
 		CellLease  *l = lfirst(lc);
 
-		if (commit ? l->taken : l->sent)
-			cell_finish_lease(l, commit);
+		if (l->taken || l->sent)
+			cell_finish_lease(l, commit && l->taken);
 	}
 }
 

@@ -1,0 +1,674 @@
+/* claims_cell--1.2--1.3.sql: verify(), its repairs, and its schedule. */
+
+\echo Use "ALTER EXTENSION claims_cell UPDATE TO '1.3'" to load this file. \quit
+
+CREATE FUNCTION @extschema@.store_list_records(server name, request jsonb)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'claims_cell_store_list_records'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION @extschema@.store_list_records(name, jsonb) IS
+    'One page of claims_list_records at the claims store';
+
+CREATE FUNCTION @extschema@.store_repair_lease(server name, cell_id bigint, creates jsonb,
+                                               destroys jsonb, OUT lease uuid,
+                                               OUT sqlstate text, OUT message text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'claims_cell_store_repair_lease'
+LANGUAGE C STRICT VOLATILE;
+COMMENT ON FUNCTION @extschema@.store_repair_lease(name, bigint, jsonb, jsonb) IS
+    'Take one lease of repairs at the claims store, recorded locally and committed by this transaction';
+
+CREATE FUNCTION @extschema@.verify_settings(OUT verify_recent interval,
+                                            OUT verify_interval interval,
+                                            OUT max_batch_size integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'claims_cell_verify_settings'
+LANGUAGE C VOLATILE;
+
+-- Where the background worker's verification of each claimed table stands:
+-- a run under way resumes after resume_after (a source id) after a restart.
+CREATE TABLE @extschema@.verify_progress (
+    table_name       regclass PRIMARY KEY,
+    run_started_at   timestamptz,
+    resume_after     bytea,
+    missing          bigint NOT NULL DEFAULT 0,
+    extra            bigint NOT NULL DEFAULT 0,
+    drifted          bigint NOT NULL DEFAULT 0,
+    repaired         bigint NOT NULL DEFAULT 0,
+    skipped_recent   bigint NOT NULL DEFAULT 0,
+    last_finished_at timestamptz,
+    last_error       text,
+    last_error_at    timestamptz
+);
+COMMENT ON TABLE @extschema@.verify_progress IS
+    'The background worker''s verification of each claimed table: the run under way (counts so far) or the last one';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.verify_progress', '');
+
+-- A source id as the store spells it.
+CREATE FUNCTION @extschema@.source_id_text(source_id bytea)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+RETURN pg_catalog.translate(pg_catalog.encode(source_id, 'base64'), E'\n', '');
+
+/*
+ * The condition on a table's key (key_expr: t.id, or a text key in the "C"
+ * collation) of the source ids in (lo, hi] in the store's order, bytes;
+ * NULL ends are open. Integer keys are 8 bytes big-endian two's
+ * complement: the non-negative keys come first, then the negative ones.
+ */
+CREATE FUNCTION @extschema@.verify_range(key_expr text, key_type regtype, enc text, lo bytea, hi bytea)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lo_int bigint;
+    hi_int bigint;
+    lo_lit text;
+    hi_lit text;
+BEGIN
+    IF key_type IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+        lo_int := ('x' || pg_catalog.encode(lo, 'hex'))::bit(64)::bigint;
+        hi_int := ('x' || pg_catalog.encode(hi, 'hex'))::bit(64)::bigint;
+        RETURN CASE WHEN lo IS NULL THEN 'true'
+                    WHEN lo_int >= 0 THEN pg_catalog.format('(%1$s < 0 OR %1$s > %2$s)', key_expr, lo_int)
+                    ELSE pg_catalog.format('(%1$s < 0 AND %1$s > %2$s)', key_expr, lo_int) END
+               || ' AND ' ||
+               CASE WHEN hi IS NULL THEN 'true'
+                    WHEN hi_int >= 0 THEN pg_catalog.format('(%1$s >= 0 AND %1$s <= %2$s)', key_expr, hi_int)
+                    ELSE pg_catalog.format('(%1$s >= 0 OR %1$s <= %2$s)', key_expr, hi_int) END;
+    END IF;
+    IF key_type = 'uuid'::regtype THEN
+        lo_lit := pg_catalog.quote_literal(pg_catalog.encode(lo, 'hex')) || '::pg_catalog.uuid';
+        hi_lit := pg_catalog.quote_literal(pg_catalog.encode(hi, 'hex')) || '::pg_catalog.uuid';
+    ELSE
+        lo_lit := pg_catalog.quote_literal(pg_catalog.convert_from(lo, enc));
+        hi_lit := pg_catalog.quote_literal(pg_catalog.convert_from(hi, enc));
+    END IF;
+    RETURN COALESCE(key_expr || ' > ' || lo_lit, 'true') || ' AND ' || COALESCE(key_expr || ' <= ' || hi_lit, 'true');
+END
+$$;
+
+/*
+ * One slice of a verification of one table: from the source id after
+ * resume_after (NULL: the start), batches of 1000 rows in source id order
+ * (the store's order: bytes), each compared with the store's records of
+ * the same range (resume_after, last source id of the batch]; the last
+ * batch's range is open, so records past the table's last row are seen.
+ * Stops after the batch that passes deadline (NULL: at the end). With
+ * repair, fixes go in leases of at most 1000 records taken in this
+ * transaction (see verify()).
+ */
+CREATE FUNCTION @extschema@.verify_slice("table" regclass, repair boolean, resume_after bytea,
+                                         deadline timestamptz,
+                                         OUT missing bigint, OUT extra bigint, OUT drifted bigint,
+                                         OUT repaired bigint, OUT skipped_recent bigint,
+                                         OUT last_source_id bytea, OUT done boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tab regclass := "table";
+    cfg record;
+    st record;
+    keycol record;
+    a record;
+    other record;
+    attrs jsonb;
+    enc text := pg_catalog.current_setting('server_encoding');
+    cutoff timestamptz;
+    sid_expr text;
+    recent_expr text;
+    cols text;
+    entries_sql text;
+    lateral_vals text := '';
+    rows_sql text;
+    key_expr text;
+    lo bytea := resume_after;
+    hi bytea;
+    lo_int bigint;
+    nrows integer;
+    maxsid bytea;
+    recent_sids text[];
+    expected jsonb;
+    stored jsonb;
+    req jsonb;
+    page jsonb;
+    gt text;
+    last_gt text;
+    cls record;
+    fixes jsonb;
+    fresh jsonb;
+    fresh_n integer;
+    fresh_max bytea;
+    fresh_recent text[];
+    chunk_limit integer;
+BEGIN
+    missing := 0; extra := 0; drifted := 0; repaired := 0; skipped_recent := 0; done := false;
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'claims_cell.verify() must run in a READ COMMITTED transaction'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Each batch must compare the rows committed now with the claims at the store now.';
+    END IF;
+    SELECT c.server_name, c.cell_id INTO cfg FROM @extschema@.configuration c;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'claims_cell is not configured'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Call claims_cell.configure(server_name, cell_id) first.';
+    END IF;
+    st := @extschema@.verify_settings();
+    chunk_limit := LEAST(1000, st.max_batch_size);
+
+    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'col', v.attname, 'bucket_type', c.bucket_type, 'subject_type', c.subject_type,
+               'subject_col', s.attname, 'source_type', c.source_type,
+               'integer_valued', (pg_catalog.string_to_array(pg_catalog.encode(t.tgargs, 'escape'), '\000'))[7] = 't')
+               ORDER BY c.attnum)
+      INTO attrs
+      FROM @extschema@.claimed_attributes c
+      JOIN pg_catalog.pg_attribute v ON v.attrelid = c.table_name AND v.attnum = c.attnum
+      JOIN pg_catalog.pg_attribute s ON s.attrelid = c.table_name AND s.attnum = c.subject_attnum
+      LEFT JOIN pg_catalog.pg_trigger t ON t.tgrelid = c.table_name AND t.tgname = c.trigger_name
+     WHERE c.table_name = tab AND c.enabled;
+    IF attrs IS NULL THEN
+        IF EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c WHERE c.table_name = tab) THEN
+            RAISE NOTICE 'claiming of every claimed column of table % is paused; nothing to verify', tab;
+            done := true;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'table % has no claimed columns', tab
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Claim a column with claims_cell.claim_column first.';
+    END IF;
+    -- the store lists records by source type and bucket type: another
+    -- table's claims of the same pair would look like extra claims here
+    SELECT c.table_name, c.source_type, c.bucket_type INTO other
+      FROM @extschema@.claimed_attributes c
+     WHERE c.table_name <> tab
+       AND (c.source_type, c.bucket_type) IN
+           (SELECT e->>'source_type', e->>'bucket_type' FROM pg_catalog.jsonb_array_elements(attrs) e)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot verify table %: table % claims the same bucket type % with source type %',
+                tab, other.table_name, other.bucket_type, other.source_type
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The claims store lists a cell''s records by source type; the two tables'' claims cannot be told apart.';
+    END IF;
+
+    SELECT a2.attname, a2.atttypid, pg_catalog.format_type(a2.atttypid, NULL) AS typname
+      INTO keycol FROM pg_catalog.pg_attribute a2
+     WHERE a2.attrelid = tab
+       AND a2.attnum = (SELECT c.source_attnum FROM @extschema@.claimed_attributes c
+                         WHERE c.table_name = tab AND c.enabled LIMIT 1);
+    key_expr := CASE WHEN keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'uuid'::regtype)
+                     THEN pg_catalog.format('t.%I', keycol.attname)
+                     ELSE pg_catalog.format('(t.%I::pg_catalog.text COLLATE "C")', keycol.attname) END;
+    sid_expr := CASE
+        WHEN keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+            THEN pg_catalog.format('pg_catalog.int8send(t.%I::pg_catalog.int8)', keycol.attname)
+        WHEN keycol.atttypid = 'uuid'::regtype
+            THEN pg_catalog.format('pg_catalog.uuid_send(t.%I)', keycol.attname)
+        ELSE pg_catalog.format('pg_catalog.convert_to(t.%I::pg_catalog.text, %L)', keycol.attname, enc) END;
+
+    -- recency: the table's updated_at, else commit timestamps, else none
+    cutoff := pg_catalog.now() - st.verify_recent;
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute u
+                WHERE u.attrelid = tab AND u.attname = 'updated_at' AND NOT u.attisdropped
+                  AND u.atttypid IN ('timestamptz'::regtype, 'timestamp'::regtype)) THEN
+        recent_expr := pg_catalog.format('COALESCE(t.updated_at::pg_catalog.timestamptz > %L::pg_catalog.timestamptz, false)', cutoff);
+    ELSIF pg_catalog.current_setting('track_commit_timestamp') = 'on' THEN
+        recent_expr := pg_catalog.format('COALESCE(pg_catalog.pg_xact_commit_timestamp(t.xmin) > %L::pg_catalog.timestamptz, false)', cutoff);
+    ELSE
+        recent_expr := 'false';
+    END IF;
+
+    cols := pg_catalog.format('%s AS sid, t.%I::pg_catalog.text AS pk, %s AS recent', sid_expr, keycol.attname, recent_expr);
+    nrows := 0;
+    FOR a IN SELECT * FROM pg_catalog.jsonb_to_recordset(attrs)
+                 AS x(col name, bucket_type text, subject_type text, subject_col name,
+                      source_type text, integer_valued boolean)
+    LOOP
+        nrows := nrows + 1;
+        cols := cols || pg_catalog.format(', t.%I::pg_catalog.text AS v%s, t.%I::pg_catalog.int8 AS s%s',
+                                          a.col, nrows, a.subject_col, nrows);
+        lateral_vals := lateral_vals || CASE WHEN nrows > 1 THEN ', ' ELSE '' END ||
+            pg_catalog.format('(b.v%s, b.s%s, %L, %L, %L, %L, %L::boolean)', nrows, nrows,
+                              a.bucket_type, a.subject_type, a.source_type, a.col, a.integer_valued);
+    END LOOP;
+    -- one entry per claimable value of the rows, as the row trigger claims it
+    entries_sql := 'WITH b AS (@ROWS@) SELECT (SELECT pg_catalog.count(*) FROM b)::integer, (SELECT b.sid FROM b ORDER BY b.sid DESC LIMIT 1),'
+        ' (SELECT pg_catalog.array_agg(pg_catalog.encode(b.sid, ''hex'')) FROM b WHERE b.recent),'
+        ' (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''sid'', pg_catalog.encode(b.sid, ''hex''),'
+        '   ''pk'', b.pk, ''bucket_type'', x.bt, ''value'', x.v, ''subject_type'', x.st, ''subject_id'', x.sj,'
+        '   ''source_type'', x.srt, ''col'', x.col)), ''[]'')'
+        '    FROM b CROSS JOIN LATERAL (VALUES ' || lateral_vals || ') AS x(v, sj, bt, st, srt, col, iv)'
+        '   WHERE x.v IS NOT NULL AND pg_catalog.btrim(x.v, E'' \t\n\r\f\v'') <> '''''
+        '     AND pg_catalog.char_length(x.v) <= 1024'
+        '     AND (NOT x.iv OR x.v ~ ''^(0|-?[1-9][0-9]{0,18})$'')'
+        '     AND x.sj IS NOT NULL AND x.sj <> 0)';
+
+    LOOP
+        -- the next 1000 source ids after lo, in the store's order: hi, the
+        -- end of this batch's range (NULL for the last batch: open above)
+        IF keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+            -- big-endian two's complement: the non-negative keys, then the negative ones
+            lo_int := CASE WHEN lo IS NULL THEN NULL
+                           ELSE ('x' || pg_catalog.encode(lo, 'hex'))::bit(64)::bigint END;
+            IF lo_int IS NULL OR lo_int >= 0 THEN
+                rows_sql := pg_catalog.format(
+                    '(SELECT %1$s AS sid FROM %2$s t WHERE t.%3$I >= 0 %4$s ORDER BY t.%3$I LIMIT 1000)'
+                    ' UNION ALL (SELECT %1$s FROM %2$s t WHERE t.%3$I < 0 ORDER BY t.%3$I LIMIT 1000)'
+                    ' ORDER BY 1 LIMIT 1000',
+                    sid_expr, tab, keycol.attname,
+                    CASE WHEN lo_int IS NULL THEN '' ELSE pg_catalog.format('AND t.%I > %s', keycol.attname, lo_int) END);
+            ELSE
+                rows_sql := pg_catalog.format(
+                    'SELECT %1$s AS sid FROM %2$s t WHERE t.%3$I < 0 AND t.%3$I > %4$s ORDER BY t.%3$I LIMIT 1000',
+                    sid_expr, tab, keycol.attname, lo_int);
+            END IF;
+        ELSE
+            rows_sql := pg_catalog.format('SELECT %1$s AS sid FROM %2$s t WHERE %4$s ORDER BY %3$s LIMIT 1000',
+                sid_expr, tab, key_expr, @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, NULL));
+        END IF;
+        EXECUTE 'SELECT pg_catalog.count(*)::integer, (pg_catalog.array_agg(b.sid ORDER BY b.sid DESC))[1]'
+                ' FROM (' || rows_sql || ') b'
+           INTO nrows, maxsid;
+        hi := CASE WHEN nrows >= 1000 THEN maxsid END;
+
+        -- the store's records of the same source id range, page by page
+        stored := '[]';
+        FOR a IN SELECT x->>'source_type' AS source_type,
+                        pg_catalog.jsonb_agg(DISTINCT x->'bucket_type') AS bucket_types
+                   FROM pg_catalog.jsonb_array_elements(attrs) x GROUP BY 1
+        LOOP
+            req := pg_catalog.jsonb_build_object('cell_id', cfg.cell_id, 'source_type', a.source_type,
+                                                 'bucket_types', a.bucket_types, 'limit', 1000);
+            IF lo IS NOT NULL THEN
+                req := req || pg_catalog.jsonb_build_object('source_id_gt', @extschema@.source_id_text(lo));
+            END IF;
+            IF hi IS NOT NULL THEN
+                req := req || pg_catalog.jsonb_build_object('source_id_lte', @extschema@.source_id_text(hi));
+            END IF;
+            last_gt := NULL;
+            LOOP
+                page := @extschema@.store_list_records(cfg.server_name, req);
+                stored := stored || COALESCE(page->'records', '[]');
+                EXIT WHEN NOT COALESCE((page->>'truncated')::boolean, false);
+                gt := page->'records'->-1->'metadata'->'source'->>'rails_primary_key_id';
+                IF gt IS NULL OR gt IS NOT DISTINCT FROM last_gt THEN
+                    RAISE EXCEPTION 'the claims store''s listing of records did not advance past source id %', gt
+                        USING ERRCODE = 'protocol_violation';
+                END IF;
+                last_gt := gt;
+                req := req || pg_catalog.jsonb_build_object('source_id_gt', gt);
+            END LOOP;
+        END LOOP;
+
+        -- the rows of the range, read after the store's records: a change
+        -- that committed here before this read took its lease at the store
+        -- before it, so the listing shows it under a lease or done
+        EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
+                    pg_catalog.format('SELECT %s FROM %s t WHERE %s', cols, tab,
+                                      @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)))
+           INTO fresh_n, fresh_max, recent_sids, expected;
+
+        -- compare: one row per value on either side
+        WITH e AS (
+            SELECT * FROM pg_catalog.jsonb_to_recordset(expected)
+                AS x(sid text, pk text, bucket_type text, value text, subject_type text,
+                     subject_id bigint, source_type text, col text)),
+        r AS (
+            SELECT x->'metadata'->'bucket'->>'type' AS bucket_type,
+                   x->'metadata'->'bucket'->>'value' AS value,
+                   pg_catalog.encode(pg_catalog.decode(x->'metadata'->'source'->>'rails_primary_key_id', 'base64'), 'hex') AS sid,
+                   x->'metadata'->'subject'->>'type' AS subject_type,
+                   x->'metadata'->'subject'->>'id' AS subject_id,
+                   x->'metadata'->'source'->>'type' AS source_type,
+                   x->>'status' AS status, (x->>'updated_at')::timestamptz AS updated_at
+              FROM pg_catalog.jsonb_array_elements(stored) x),
+        j AS (
+            SELECT e.sid AS e_sid, e.pk, e.col, e.bucket_type AS e_bucket, e.value AS e_value,
+                   e.subject_type AS e_subject_type, e.subject_id AS e_subject_id,
+                   e.source_type AS e_source_type,
+                   r.bucket_type AS r_bucket, r.value AS r_value,
+                   CASE
+                     WHEN e.sid = ANY (recent_sids) OR r.sid = ANY (recent_sids)
+                          OR r.status <> 'ACTIVE' OR r.updated_at > cutoff THEN 'recent'
+                     WHEN e.value IS NULL THEN 'extra'
+                     WHEN pg_catalog.count(e.sid) OVER (PARTITION BY e.bucket_type, e.value) > 1 THEN 'duplicate'
+                     WHEN r.value IS NULL THEN 'missing'
+                     WHEN e.sid = r.sid AND e.subject_type = r.subject_type
+                          AND e.subject_id::text = r.subject_id AND e.source_type = r.source_type THEN 'ok'
+                     ELSE 'drifted' END AS kind
+              FROM e FULL JOIN r ON e.bucket_type = r.bucket_type AND e.value = r.value)
+        SELECT pg_catalog.count(*) FILTER (WHERE kind IN ('missing', 'duplicate')) AS n_missing,
+               pg_catalog.count(*) FILTER (WHERE kind = 'extra') AS n_extra,
+               pg_catalog.count(*) FILTER (WHERE kind = 'drifted') AS n_drifted,
+               pg_catalog.count(*) FILTER (WHERE kind = 'recent') AS n_recent,
+               pg_catalog.string_agg(pg_catalog.format('%s=%s (rows %s)', e_bucket, e_value, pk), ', ')
+                   FILTER (WHERE kind = 'duplicate') AS duplicates,
+               COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'kind', kind, 'pk', pk, 'col', col, 'sid', e_sid,
+                   'bucket_type', COALESCE(e_bucket, r_bucket), 'value', COALESCE(e_value, r_value),
+                   'subject_type', e_subject_type, 'subject_id', e_subject_id, 'source_type', e_source_type))
+                   FILTER (WHERE kind IN ('missing', 'extra', 'drifted')), '[]') AS fixes
+          INTO cls FROM j;
+        missing := missing + cls.n_missing;
+        extra := extra + cls.n_extra;
+        drifted := drifted + cls.n_drifted;
+        skipped_recent := skipped_recent + cls.n_recent;
+        IF cls.duplicates IS NOT NULL THEN
+            RAISE WARNING 'claims_cell: table % holds the same claimed value in more than one row: %',
+                tab, cls.duplicates
+                USING DETAIL = 'Rows written without the claims_cell triggers; such values are not repaired.';
+        END IF;
+
+        IF repair AND pg_catalog.jsonb_array_length(cls.fixes) > 0 THEN
+            fixes := cls.fixes;
+            -- re-read the rows to fix, locked until this transaction ends: a
+            -- row changed since the batch was read is left for the next run
+            IF fixes @? '$[*] ? (@.kind != "extra")' THEN
+                EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
+                    pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[]) FOR SHARE OF t',
+                                      cols, tab, keycol.attname, keycol.typname))
+                   INTO fresh_n, fresh_max, fresh_recent, fresh
+                  USING (SELECT pg_catalog.array_agg(f->>'pk') FROM pg_catalog.jsonb_array_elements(fixes) f
+                          WHERE f->>'kind' <> 'extra');
+                WITH n AS (
+                    SELECT DISTINCT x->>'sid' AS sid, x->>'bucket_type' AS bucket_type,
+                           x->>'value' AS value, x->>'subject_id' AS subject_id
+                      FROM pg_catalog.jsonb_array_elements(fresh) x
+                     WHERE NOT (x->>'sid' = ANY (COALESCE(fresh_recent, '{}'))))
+                SELECT COALESCE(pg_catalog.jsonb_agg(f.x ORDER BY f.i) FILTER (WHERE f.x->>'kind' = 'extra' OR n.sid IS NOT NULL), '[]'),
+                       pg_catalog.count(*) FILTER (WHERE f.x->>'kind' <> 'extra' AND n.sid IS NULL)
+                  INTO fixes, nrows
+                  FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS f(x, i)
+                  LEFT JOIN n ON f.x->>'kind' <> 'extra' AND n.sid = f.x->>'sid'
+                             AND n.bucket_type = f.x->>'bucket_type' AND n.value = f.x->>'value'
+                             AND n.subject_id = f.x->>'subject_id';
+                skipped_recent := skipped_recent + nrows;
+            END IF;
+            repaired := repaired + @extschema@.verify_repair(cfg.server_name, cfg.cell_id, tab, fixes, chunk_limit);
+        END IF;
+
+        last_source_id := COALESCE(hi, maxsid, lo);
+        IF hi IS NULL THEN
+            done := true;
+            RETURN;
+        END IF;
+        lo := hi;
+        EXIT WHEN deadline IS NOT NULL AND pg_catalog.clock_timestamp() >= deadline;
+    END LOOP;
+END
+$$;
+
+/*
+ * Repair what verify_slice() found, in leases of at most chunk_limit
+ * records: a missing value is created, an extra one destroyed, a drifted
+ * one replaced (the same value in both lists: the store keeps it claimed
+ * by this cell throughout, never destroyed and created). A lease the
+ * store refuses is retried one value at a time; a value it refuses alone
+ * is reported and left. Returns the number of values repaired.
+ */
+CREATE FUNCTION @extschema@.verify_repair(server name, cell_id bigint, "table" regclass,
+                                          fixes jsonb, chunk_limit integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k integer;
+    size integer := 0;
+    g integer := 0;
+    grp integer[] := '{}';
+    chunk record;
+    one jsonb;
+    res record;
+    fixed bigint := 0;
+BEGIN
+    -- chunks in order, a replace (2 records) never split
+    FOR k IN SELECT CASE WHEN x->>'kind' = 'drifted' THEN 2 ELSE 1 END
+               FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS e(x, i) ORDER BY i
+    LOOP
+        IF size + k > chunk_limit THEN
+            g := g + 1;
+            size := 0;
+        END IF;
+        size := size + k;
+        grp := grp || g;
+    END LOOP;
+    FOR chunk IN SELECT pg_catalog.jsonb_agg(e.x ORDER BY e.i) AS items, pg_catalog.count(*) AS n
+                   FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS e(x, i)
+                  GROUP BY grp[e.i::integer] ORDER BY grp[e.i::integer]
+    LOOP
+        res := @extschema@.verify_repair_lease(server, cell_id, chunk.items);
+        IF res.sqlstate = '00000' THEN
+            fixed := fixed + chunk.n;
+            CONTINUE;
+        END IF;
+        IF res.sqlstate NOT IN ('23505', '55P03', 'P0002', '42501') THEN
+            RAISE EXCEPTION 'the claims store refused the repairs of table %: %', "table", res.message
+                USING ERRCODE = res.sqlstate;
+        END IF;
+        -- one value per lease: the others go through
+        FOR one IN SELECT x FROM pg_catalog.jsonb_array_elements(chunk.items) x LOOP
+            IF chunk.n > 1 THEN
+                res := @extschema@.verify_repair_lease(server, cell_id, pg_catalog.jsonb_build_array(one));
+            END IF;
+            IF res.sqlstate = '00000' THEN
+                fixed := fixed + 1;
+            ELSE
+                RAISE WARNING 'claims_cell: could not repair the % value %=% of table %: %',
+                    one->>'kind', one->>'bucket_type', one->>'value', "table", res.message
+                    USING DETAIL = pg_catalog.format('SQLSTATE %s; row %s.', res.sqlstate,
+                                                     COALESCE(one->>'pk', '(none)'));
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN fixed;
+END
+$$;
+
+-- One lease of repairs: the records of a list of fixes.
+CREATE FUNCTION @extschema@.verify_repair_lease(server name, cell_id bigint, items jsonb,
+                                                OUT lease uuid, OUT sqlstate text, OUT message text)
+RETURNS record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT r.lease, r.sqlstate, r.message
+  FROM (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'bucket', pg_catalog.jsonb_build_object('type', x->>'bucket_type', 'value', x->>'value'),
+                   'subject', pg_catalog.jsonb_build_object('type', x->>'subject_type', 'id', x->>'subject_id'),
+                   'source', pg_catalog.jsonb_build_object('type', x->>'source_type',
+                       'rails_primary_key_id', @extschema@.source_id_text(pg_catalog.decode(x->>'sid', 'hex')))))
+                   FILTER (WHERE x->>'kind' <> 'extra'), '[]') AS creates,
+               COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'bucket', pg_catalog.jsonb_build_object('type', x->>'bucket_type', 'value', x->>'value')))
+                   FILTER (WHERE x->>'kind' <> 'missing'), '[]') AS destroys
+          FROM pg_catalog.jsonb_array_elements(items) x) q,
+       LATERAL @extschema@.store_repair_lease(server, cell_id, q.creates, q.destroys) r
+$$;
+
+/*
+ * verify(table, repair): compare a claimed table with the cell's claims at
+ * the store; with repair, fix the differences in leases committed by this
+ * transaction.
+ */
+CREATE FUNCTION @extschema@.verify("table" regclass, repair boolean DEFAULT false)
+RETURNS TABLE (missing bigint, extra bigint, drifted bigint, repaired bigint, skipped_recent bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    IF "table" IS NULL OR repair IS NULL THEN
+        RAISE EXCEPTION 'table and repair must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- one verification of a table at a time (the worker's included)
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('claims_cell.verify'), "table"::oid::integer);
+    r := @extschema@.verify_slice("table", repair, NULL, NULL);
+    missing := r.missing; extra := r.extra; drifted := r.drifted;
+    repaired := r.repaired; skipped_recent := r.skipped_recent;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.verify(regclass, boolean) IS
+    'Compare a claimed table with its claims at the store; with repair, fix the differences';
+
+/*
+ * verify_due(): the background worker's verifications, one slice (about
+ * max_time) of the claimed tables whose turn it is: each table every
+ * claims_cell.verify_interval, the first time at an offset of its own
+ * within the interval (tables do not all come at once). A run resumes
+ * where it stopped (verify_progress). Repairs what it finds. One row per
+ * table worked on.
+ */
+CREATE FUNCTION @extschema@.verify_due(max_time interval DEFAULT '10 seconds')
+RETURNS TABLE (table_name regclass, missing bigint, extra bigint, drifted bigint,
+               repaired bigint, skipped_recent bigint, finished boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    st record;
+    t record;
+    r record;
+    deadline timestamptz := pg_catalog.clock_timestamp() + max_time;
+    worked boolean := false;
+BEGIN
+    st := @extschema@.verify_settings();
+    DELETE FROM @extschema@.verify_progress p
+     WHERE NOT EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c WHERE c.table_name = p.table_name);
+    IF st.verify_interval <= interval '0' THEN
+        RETURN;
+    END IF;
+    INSERT INTO @extschema@.verify_progress (table_name)
+        SELECT DISTINCT c.table_name FROM @extschema@.claimed_attributes c WHERE c.enabled
+        ON CONFLICT DO NOTHING;
+    FOR t IN
+        SELECT p.*, COALESCE(p.last_finished_at + st.verify_interval,
+                             first.at + st.verify_interval *
+                                 ((pg_catalog.hashint8(p.table_name::oid::bigint)::bigint & 1023) / 1024.0)) AS due_at
+          FROM @extschema@.verify_progress p,
+               LATERAL (SELECT pg_catalog.min(c.created_at) AS at FROM @extschema@.claimed_attributes c
+                         WHERE c.table_name = p.table_name) first
+         WHERE EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c WHERE c.table_name = p.table_name AND c.enabled)
+         ORDER BY p.run_started_at IS NULL, due_at
+    LOOP
+        EXIT WHEN worked AND pg_catalog.clock_timestamp() >= deadline;
+        CONTINUE WHEN t.run_started_at IS NULL AND t.due_at > pg_catalog.now();
+        CONTINUE WHEN t.last_error_at > pg_catalog.now() - interval '5 minutes';
+        CONTINUE WHEN NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('claims_cell.verify'),
+                                                               t.table_name::oid::integer);
+        worked := true;
+        BEGIN
+            r := @extschema@.verify_slice(t.table_name, true, t.resume_after, deadline);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'claims_cell: verification of table % failed: %', t.table_name, SQLERRM;
+            UPDATE @extschema@.verify_progress p SET last_error = SQLERRM, last_error_at = pg_catalog.now()
+             WHERE p.table_name = t.table_name;
+            CONTINUE;
+        END;
+        UPDATE @extschema@.verify_progress p SET
+               run_started_at = CASE WHEN r.done THEN NULL ELSE COALESCE(p.run_started_at, pg_catalog.now()) END,
+               resume_after = CASE WHEN r.done THEN NULL ELSE r.last_source_id END,
+               missing = CASE WHEN p.run_started_at IS NULL THEN 0 ELSE p.missing END + r.missing,
+               extra = CASE WHEN p.run_started_at IS NULL THEN 0 ELSE p.extra END + r.extra,
+               drifted = CASE WHEN p.run_started_at IS NULL THEN 0 ELSE p.drifted END + r.drifted,
+               repaired = CASE WHEN p.run_started_at IS NULL THEN 0 ELSE p.repaired END + r.repaired,
+               skipped_recent = CASE WHEN p.run_started_at IS NULL THEN 0 ELSE p.skipped_recent END + r.skipped_recent,
+               last_finished_at = CASE WHEN r.done THEN pg_catalog.now() ELSE p.last_finished_at END,
+               last_error = NULL, last_error_at = NULL
+         WHERE p.table_name = t.table_name
+        RETURNING p.table_name, p.missing, p.extra, p.drifted, p.repaired, p.skipped_recent, r.done
+             INTO table_name, missing, extra, drifted, repaired, skipped_recent, finished;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.verify_due(interval) IS
+    'The background worker''s scheduled verifications: the tables whose turn it is, resumed where they stopped';
+
+-- DROP TABLE of a claimed table also forgets its verification progress.
+CREATE OR REPLACE FUNCTION @extschema@.forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gone record;
+BEGIN
+    -- DROP EXTENSION drops the table itself
+    IF pg_catalog.to_regclass('@extschema@.claimed_attributes') IS NULL
+       OR pg_catalog.to_regclass('@extschema@.verify_progress') IS NULL THEN
+        RETURN;
+    END IF;
+    -- a dropped table's verification progress goes with it
+    DELETE FROM @extschema@.verify_progress p
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.objid = p.table_name AND d.objsubid = 0;
+    FOR gone IN
+        DELETE FROM @extschema@.claimed_attributes c
+         USING pg_catalog.pg_event_trigger_dropped_objects() d
+         WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.objid = c.table_name
+           AND d.objsubid IN (0, c.attnum, c.subject_attnum, c.source_attnum)
+        RETURNING c.table_name, c.attnum, c.trigger_name, d.objsubid, d.object_identity
+    LOOP
+        IF gone.objsubid <> 0 THEN
+            -- a column of a table that stays: its trigger would fail
+            EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS %I ON %s',
+                                      gone.trigger_name, gone.table_name);
+            IF NOT EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c
+                            WHERE c.table_name = gone.table_name) THEN
+                EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS claims_cell_truncate ON %s',
+                                          gone.table_name);
+            END IF;
+            RAISE NOTICE 'a column of table % is no longer claimed: column % was dropped',
+                gone.table_name, gone.object_identity;
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- stats gains the background worker's verifications
+DROP VIEW @extschema@.stats;
+DROP FUNCTION @extschema@.stats();
+
+CREATE FUNCTION @extschema@.stats(
+    OUT scope text, OUT calls bigint, OUT begin_updates bigint, OUT commits bigint,
+    OUT rollbacks bigint, OUT conflicts_permanent bigint, OUT conflicts_temporary bigint,
+    OUT refusals bigint, OUT failures bigint, OUT timeouts bigint, OUT breaker_rejections bigint,
+    OUT breaker_state text, OUT in_flight integer, OUT avg_latency_ms double precision,
+    OUT max_latency_ms double precision,
+    OUT reconcile_passes bigint, OUT reconcile_committed bigint,
+    OUT reconcile_rolled_back bigint, OUT reconcile_orphans_deleted bigint,
+    OUT last_reconcile timestamptz,
+    OUT verify_runs bigint, OUT verify_missing bigint, OUT verify_extra bigint,
+    OUT verify_drifted bigint, OUT verify_repaired bigint, OUT last_verify timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'claims_cell_stats'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW @extschema@.stats AS SELECT * FROM @extschema@.stats();
+
+REVOKE ALL ON FUNCTION @extschema@.stats() FROM PUBLIC;
+REVOKE ALL ON @extschema@.stats FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.stats() TO pg_monitor;
+GRANT SELECT ON @extschema@.stats TO pg_monitor;
+
+REVOKE ALL ON TABLE @extschema@.verify_progress FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.store_list_records(name, jsonb),
+    @extschema@.store_repair_lease(name, bigint, jsonb, jsonb),
+    @extschema@.verify_settings(),
+    @extschema@.source_id_text(bytea),
+    @extschema@.verify_range(text, regtype, text, bytea, bytea),
+    @extschema@.verify_slice(regclass, boolean, bytea, timestamptz),
+    @extschema@.verify_repair(name, bigint, regclass, jsonb, integer),
+    @extschema@.verify_repair_lease(name, bigint, jsonb),
+    @extschema@.verify(regclass, boolean),
+    @extschema@.verify_due(interval) FROM PUBLIC;
