@@ -38,8 +38,10 @@
 #   BENCH_CONTENTION_CLIENTS [16]; BENCH_CONTENTION_SECONDS [2 x BENCH_SECONDS]
 #   BENCH_HOT_VALUES         hot values of the contention run [100]
 #   BENCH_CELL_CLIENTS       client counts of the cell section [1 8]
+#   BENCH_VERIFY_ROWS        rows of the verify section's table [100000 | 20000]
 #   BENCH_ONLY               sections to run, of: scale signup lookup backfill
-#                            rename list_records list_leases contention cell [all]
+#                            rename list_records list_leases contention cell
+#                            verify [all]
 #   BENCH_SHARED_BUFFERS     [a quarter of RAM, at least 1GB, at most 8GB]
 #   BENCH_PGSS=1             preload pg_stat_statements (track = all) and keep
 #                            its top statements in the work directory
@@ -59,10 +61,10 @@ NPROC="$(nproc)"
 QUICK="${BENCH_QUICK:-0}"
 if [ "$QUICK" = 1 ]; then
     D_SECONDS=3 D_ROUNDS=1 D_CLIENTS="1 8" D_SCALE_CLIENTS="8" D_SCALE=200000
-    D_SCAN_USERS=2000 D_LEASES=2000 D_RESULTS=""
+    D_SCAN_USERS=2000 D_LEASES=2000 D_RESULTS="" D_VERIFY_ROWS=20000
 else
     D_SECONDS=10 D_ROUNDS=3 D_CLIENTS="1 8 16" D_SCALE_CLIENTS="1 8" D_SCALE=5000000
-    D_SCAN_USERS=10000 D_LEASES=10000 D_RESULTS="$BENCH_DIR/RESULTS.md"
+    D_SCAN_USERS=10000 D_LEASES=10000 D_RESULTS="$BENCH_DIR/RESULTS.md" D_VERIFY_ROWS=100000
 fi
 SECS="${BENCH_SECONDS:-$D_SECONDS}"
 ROUNDS="${BENCH_ROUNDS:-$D_ROUNDS}"
@@ -82,7 +84,8 @@ CONT_SECS="${BENCH_CONTENTION_SECONDS:-$((2 * SECS))}"
 NHOT="${BENCH_HOT_VALUES:-100}"
 RENAME_POOL=1000
 CELL_CLIENTS="${BENCH_CELL_CLIENTS:-1 8}"
-ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention cell}"
+VERIFY_ROWS="${BENCH_VERIFY_ROWS:-$D_VERIFY_ROWS}"
+ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention cell verify}"
 # A quarter of RAM (1GB to 8GB): the stores must stay in shared_buffers,
 # because machines like the one in RESULTS.md give no lasting OS page cache.
 D_SHARED_MB=$(awk '/MemTotal/ { m = int($2 / 1024 / 4); if (m < 1024) m = 1024; if (m > 8192) m = 8192; print m }' /proc/meminfo)
@@ -190,7 +193,7 @@ start_server() {
     local preload="claims"
     # The cell section's cell database loads claims_cell (its circuit
     # breaker lives in shared memory).
-    wants cell && preload="$preload,claims_cell"
+    { wants cell || wants verify; } && preload="$preload,claims_cell"
     [ "$PGSS" = 1 ] && preload="$preload,pg_stat_statements"
     cat >>"$WORK/data/postgresql.conf" <<EOF
 
@@ -212,7 +215,7 @@ maintenance_work_mem = 512MB
 effective_cache_size = 8GB
 log_lock_waits = on
 EOF
-    if wants cell; then
+    if wants cell || wants verify; then
         # A throughput run: a store call held up by a stalled fsync on a
         # noisy machine should wait, not fail the client with 08006.
         echo "claims_cell.call_timeout = 5s" >>"$WORK/data/postgresql.conf"
@@ -294,7 +297,7 @@ load_data() {
                 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
                   AND c.relname LIKE 'claim%'" >/dev/null || die "vacuum or prewarm of $db failed"
     done
-    wants cell && load_cell
+    { wants cell || wants verify; } && load_cell
     psql_db "$DB" -c "CHECKPOINT"
     DB_SIZES="$(psql_val postgres "SELECT string_agg(datname || ' ' || pg_size_pretty(pg_database_size(datname)), ', ' ORDER BY datname)
                                    FROM pg_database WHERE datname LIKE 'bench%'")"
@@ -539,6 +542,51 @@ cell_added() {
         >>"$WORK/results.tsv"
 }
 
+# Verify: a column claimed after it held VERIFY_ROWS rows, then its
+# backfill (claims_cell.verify(table, repair => true)) and a verify that
+# finds nothing to repair, timed from the client; rows per second of each,
+# ROUNDS times. Between rounds the store forgets the claims (deleted there
+# directly) and the column is claimed afresh.
+run_verify() {
+    local r t0 t1 out tb="" tv="" ok=1 src
+    src="(SELECT type_id FROM claim_source_types WHERE name = 'RAILS_TABLE_ORGANIZATIONS')"
+    psql_db "$DB_CELL" -c "CREATE TABLE verify_orgs (id bigint PRIMARY KEY, path text, owner_id bigint)" \
+        -c "INSERT INTO verify_orgs SELECT i, 'verify-$RUN_BASE-' || i, i FROM generate_series(1, $VERIFY_ROWS) i" \
+        -c "VACUUM ANALYZE verify_orgs" >/dev/null || { FAILURES=$((FAILURES + 1)); return; }
+    for ((r = 1; r <= ROUNDS; r++)); do
+        psql_db "$DB" -c "SET session_replication_role = replica" \
+            -c "DELETE FROM claims WHERE creator_id = $CELL_CELL AND source_type = $src" \
+            -c "VACUUM ANALYZE claims" >/dev/null
+        psql_db "$DB_CELL" -c "SELECT claims_cell.unclaim_column('verify_orgs', 'path')
+                                 FROM claims_cell.claimed_columns WHERE table_name = 'verify_orgs'::regclass" \
+            -c "SELECT claims_cell.claim_column('verify_orgs', 'path', 'ORGANIZATION_PATH', 'ORGANIZATION', 'owner_id', 'RAILS_TABLE_ORGANIZATIONS')" \
+            -c CHECKPOINT >/dev/null
+        progress "backfill of $VERIFY_ROWS rows, round $r/$ROUNDS"
+        t0=$(date +%s.%N)
+        out="$(psql_val "$DB_CELL" "SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('verify_orgs', repair => true)")"
+        t1=$(date +%s.%N)
+        [ "$out" = "$VERIFY_ROWS|0|0|$VERIFY_ROWS|0" ] || { echo "run.sh: backfill counted $out" >&2; ok=0; }
+        tb="$tb $(awk -v a="$t0" -v b="$t1" -v n="$VERIFY_ROWS" 'BEGIN { printf "%.0f", n / (b - a) }')"
+        psql_db "$DB_CELL" -c "VACUUM ANALYZE" -c CHECKPOINT >/dev/null
+        progress "verify of $VERIFY_ROWS rows, nothing to repair, round $r/$ROUNDS"
+        t0=$(date +%s.%N)
+        out="$(psql_val "$DB_CELL" "SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('verify_orgs')")"
+        t1=$(date +%s.%N)
+        [ "$out" = "0|0|0|0|0" ] || { echo "run.sh: verify counted $out" >&2; ok=0; }
+        tv="$tv $(awk -v a="$t0" -v b="$t1" -v n="$VERIFY_ROWS" 'BEGIN { printf "%.0f", n / (b - a) }')"
+    done
+    [ "$ok" = 1 ] || { tb="ERROR" tv="ERROR"; }
+    local mb mv
+    mb="$(mean $tb)" mv="$(mean $tv)"
+    progress "  -> backfill $mb rows/s, verify $mv rows/s (rounds:$tb /$tv)"
+    VERIFY_BACKFILL="$mb" VERIFY_CHECK="$mv" VERIFY_SPREAD="backfill$tb; verify$tv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "verify $VERIFY_ROWS rows, nothing to repair" 1 - "$mv" - - "$(ratio "$mv" "$mb")" "backfill" "rows/s:$tv" \
+        "backfill $VERIFY_ROWS rows (claim_column + verify repair)" 1 - "$mb" - - "" "" "rows/s:$tb" \
+        >>"$WORK/results.tsv"
+    [ "$ok" = 1 ] || FAILURES=$((FAILURES + 1))
+}
+
 # Rename: the values each client destroys first.
 rename_preload() {
     psql_val "$3" "SELECT bench_preload_rename($1, $2, $RENAME_POOL)"
@@ -688,6 +736,14 @@ report() {
             echo "  \"claiming adds\": p50 and p99 of claimed minus unclaimed, and claimed over"
             echo "  unclaimed tx/s. claims_cell.call_timeout is 5s for the run."
         fi
+        if wants verify; then
+            echo "- The verify rows: a table of $VERIFY_ROWS rows in the cell database whose column is"
+            echo "  claimed after it was filled. \"backfill\": claims_cell.verify(table, repair => true)"
+            echo "  claims every row (leases of 1000 records, committed at COMMIT); \"verify\": the same"
+            echo "  call without repair right after, comparing every row with the store and finding"
+            echo "  nothing. claims/s is rows per second, timed from the client, one call per round;"
+            echo "  the ratio is verify over backfill."
+        fi
         echo "- The machine is shared: compare the round ratios before reading much into a"
         echo "  difference of a few percent."
     else
@@ -773,6 +829,9 @@ main() {
         for c in $CELL_CLIENTS; do
             compare_cell "$c"
         done
+    fi
+    if wants verify; then
+        run_verify
     fi
 
     if [ "$PGSS" = 1 ]; then
