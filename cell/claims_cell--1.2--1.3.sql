@@ -91,6 +91,54 @@ END
 $$;
 
 /*
+ * The cell's records at the store of the claimed columns attrs (as
+ * verify_slice() builds them) with source ids in (lo, hi], NULL ends open:
+ * every page of claims_list_records per source type, as one array.
+ */
+CREATE FUNCTION @extschema@.verify_list_store(server name, cell_id bigint, attrs jsonb, lo bytea, hi bytea)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    a record;
+    req jsonb;
+    page jsonb;
+    gt text;
+    last_gt text;
+    stored jsonb := '[]';
+BEGIN
+    FOR a IN SELECT x->>'source_type' AS source_type,
+                    pg_catalog.jsonb_agg(DISTINCT x->'bucket_type') AS bucket_types
+               FROM pg_catalog.jsonb_array_elements(attrs) x GROUP BY 1
+    LOOP
+        req := pg_catalog.jsonb_build_object('cell_id', cell_id, 'source_type', a.source_type,
+                                             'bucket_types', a.bucket_types, 'limit', 1000);
+        IF lo IS NOT NULL THEN
+            req := req || pg_catalog.jsonb_build_object('source_id_gt', @extschema@.source_id_text(lo));
+        END IF;
+        IF hi IS NOT NULL THEN
+            req := req || pg_catalog.jsonb_build_object('source_id_lte', @extschema@.source_id_text(hi));
+        END IF;
+        last_gt := NULL;
+        LOOP
+            page := @extschema@.store_list_records(server, req);
+            stored := stored || COALESCE(page->'records', '[]');
+            EXIT WHEN NOT COALESCE((page->>'truncated')::boolean, false);
+            gt := page->'records'->-1->'metadata'->'source'->>'rails_primary_key_id';
+            IF gt IS NULL OR gt IS NOT DISTINCT FROM last_gt THEN
+                RAISE EXCEPTION 'the claims store''s listing of records did not advance past source id %', gt
+                    USING ERRCODE = 'protocol_violation';
+            END IF;
+            last_gt := gt;
+            req := req || pg_catalog.jsonb_build_object('source_id_gt', gt);
+        END LOOP;
+    END LOOP;
+    RETURN stored;
+END
+$$;
+
+/*
  * One slice of a verification of one table: from the source id after
  * resume_after (NULL: the start), batches of 1000 rows in source id order
  * (the store's order: bytes), each compared with the store's records of
@@ -134,10 +182,8 @@ DECLARE
     recent_sids text[];
     expected jsonb;
     stored jsonb;
-    req jsonb;
-    page jsonb;
-    gt text;
-    last_gt text;
+    stored2 jsonb;
+    pass integer;
     cls record;
     fixes jsonb;
     fresh jsonb;
@@ -277,87 +323,74 @@ BEGIN
            INTO nrows, maxsid;
         hi := CASE WHEN nrows >= 1000 THEN maxsid END;
 
-        -- the store's records of the same source id range, page by page
-        stored := '[]';
-        FOR a IN SELECT x->>'source_type' AS source_type,
-                        pg_catalog.jsonb_agg(DISTINCT x->'bucket_type') AS bucket_types
-                   FROM pg_catalog.jsonb_array_elements(attrs) x GROUP BY 1
-        LOOP
-            req := pg_catalog.jsonb_build_object('cell_id', cfg.cell_id, 'source_type', a.source_type,
-                                                 'bucket_types', a.bucket_types, 'limit', 1000);
-            IF lo IS NOT NULL THEN
-                req := req || pg_catalog.jsonb_build_object('source_id_gt', @extschema@.source_id_text(lo));
-            END IF;
-            IF hi IS NOT NULL THEN
-                req := req || pg_catalog.jsonb_build_object('source_id_lte', @extschema@.source_id_text(hi));
-            END IF;
-            last_gt := NULL;
-            LOOP
-                page := @extschema@.store_list_records(cfg.server_name, req);
-                stored := stored || COALESCE(page->'records', '[]');
-                EXIT WHEN NOT COALESCE((page->>'truncated')::boolean, false);
-                gt := page->'records'->-1->'metadata'->'source'->>'rails_primary_key_id';
-                IF gt IS NULL OR gt IS NOT DISTINCT FROM last_gt THEN
-                    RAISE EXCEPTION 'the claims store''s listing of records did not advance past source id %', gt
-                        USING ERRCODE = 'protocol_violation';
-                END IF;
-                last_gt := gt;
-                req := req || pg_catalog.jsonb_build_object('source_id_gt', gt);
-            END LOOP;
-        END LOOP;
+        -- the store's records of the same source id range
+        stored := @extschema@.verify_list_store(cfg.server_name, cfg.cell_id, attrs, lo, hi);
 
-        -- the rows of the range, read after the store's records: a change
-        -- that committed here before this read took its lease at the store
-        -- before it, so the listing shows it under a lease or done
+        -- the rows of the range, read after the store's records
         EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
                     pg_catalog.format('SELECT %s FROM %s t WHERE %s', cols, tab,
                                       @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)))
            INTO fresh_n, fresh_max, recent_sids, expected;
 
-        -- compare: one row per value on either side
-        WITH e AS (
-            SELECT * FROM pg_catalog.jsonb_to_recordset(expected)
-                AS x(sid text, pk text, bucket_type text, value text, subject_type text,
-                     subject_id bigint, source_type text, col text)),
-        r AS (
-            SELECT x->'metadata'->'bucket'->>'type' AS bucket_type,
-                   x->'metadata'->'bucket'->>'value' AS value,
-                   pg_catalog.encode(pg_catalog.decode(x->'metadata'->'source'->>'rails_primary_key_id', 'base64'), 'hex') AS sid,
-                   x->'metadata'->'subject'->>'type' AS subject_type,
-                   x->'metadata'->'subject'->>'id' AS subject_id,
-                   x->'metadata'->'source'->>'type' AS source_type,
-                   x->>'status' AS status, (x->>'updated_at')::timestamptz AS updated_at
-              FROM pg_catalog.jsonb_array_elements(stored) x),
-        j AS (
-            SELECT e.sid AS e_sid, e.pk, e.col, e.bucket_type AS e_bucket, e.value AS e_value,
-                   e.subject_type AS e_subject_type, e.subject_id AS e_subject_id,
-                   e.source_type AS e_source_type,
-                   r.bucket_type AS r_bucket, r.value AS r_value,
-                   CASE
-                     WHEN e.sid = ANY (recent_sids) OR r.sid = ANY (recent_sids)
-                          OR r.status <> 'ACTIVE' OR r.updated_at > cutoff THEN 'recent'
-                     WHEN e.value IS NULL THEN 'extra'
-                     WHEN pg_catalog.count(e.sid) OVER (PARTITION BY e.bucket_type, e.value) > 1 THEN 'duplicate'
-                     WHEN r.value IS NULL THEN 'missing'
-                     WHEN e.sid = r.sid AND e.subject_type = r.subject_type
-                          AND e.subject_id::text = r.subject_id AND e.source_type = r.source_type THEN 'ok'
-                     ELSE 'drifted' END AS kind
-              FROM e FULL JOIN r ON e.bucket_type = r.bucket_type AND e.value = r.value)
-        SELECT pg_catalog.count(*) FILTER (WHERE kind IN ('missing', 'duplicate')) AS n_missing,
-               pg_catalog.count(*) FILTER (WHERE kind = 'extra') AS n_extra,
-               pg_catalog.count(*) FILTER (WHERE kind = 'drifted') AS n_drifted,
-               pg_catalog.count(*) FILTER (WHERE kind = 'recent') AS n_recent,
-               pg_catalog.string_agg(pg_catalog.format('%s=%s (rows %s)', e_bucket, e_value, pk), ', ')
-                   FILTER (WHERE kind = 'duplicate') AS duplicates,
-               COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                   'kind', kind, 'pk', pk, 'col', col, 'sid', e_sid,
-                   'bucket_type', COALESCE(e_bucket, r_bucket), 'value', COALESCE(e_value, r_value),
-                   'subject_type', e_subject_type, 'subject_id', e_subject_id, 'source_type', e_source_type))
-                   FILTER (WHERE kind IN ('missing', 'extra', 'drifted')), '[]') AS fixes
-          INTO cls FROM j;
-        missing := missing + cls.n_missing;
-        extra := extra + cls.n_extra;
-        drifted := drifted + cls.n_drifted;
+        -- compare: one row per value on either side. A difference stands
+        -- only if a second listing, taken after the rows were read, shows
+        -- the store's record unchanged: a change that committed here before
+        -- the read had its lease at the store before it, so it shows in
+        -- one of the two listings as leased or as a changed record
+        stored2 := stored;
+        FOR pass IN 1 .. 2 LOOP
+            WITH e AS (
+                SELECT * FROM pg_catalog.jsonb_to_recordset(expected)
+                    AS x(sid text, pk text, bucket_type text, value text, subject_type text,
+                         subject_id bigint, source_type text, col text)),
+            r1 AS (
+                SELECT x->'metadata'->'bucket'->>'type' AS bucket_type,
+                       x->'metadata'->'bucket'->>'value' AS value, x AS rec
+                  FROM pg_catalog.jsonb_array_elements(stored) x),
+            r2 AS (
+                SELECT x->'metadata'->'bucket'->>'type' AS bucket_type,
+                       x->'metadata'->'bucket'->>'value' AS value, x AS rec
+                  FROM pg_catalog.jsonb_array_elements(stored2) x),
+            r AS (
+                SELECT COALESCE(r1.bucket_type, r2.bucket_type) AS bucket_type,
+                       COALESCE(r1.value, r2.value) AS value,
+                       r1.rec IS DISTINCT FROM r2.rec AS changed,
+                       pg_catalog.encode(pg_catalog.decode(COALESCE(r1.rec, r2.rec)->'metadata'->'source'->>'rails_primary_key_id', 'base64'), 'hex') AS sid,
+                       COALESCE(r1.rec, r2.rec)->'metadata'->'subject'->>'type' AS subject_type,
+                       COALESCE(r1.rec, r2.rec)->'metadata'->'subject'->>'id' AS subject_id,
+                       COALESCE(r1.rec, r2.rec)->'metadata'->'source'->>'type' AS source_type,
+                       COALESCE(r1.rec, r2.rec)->>'status' AS status,
+                       (COALESCE(r1.rec, r2.rec)->>'updated_at')::timestamptz AS updated_at
+                  FROM r1 FULL JOIN r2 ON r1.bucket_type = r2.bucket_type AND r1.value = r2.value),
+            j AS (
+                SELECT e.sid AS e_sid, e.pk, e.col, e.bucket_type AS e_bucket, e.value AS e_value,
+                       e.subject_type AS e_subject_type, e.subject_id AS e_subject_id,
+                       e.source_type AS e_source_type,
+                       r.bucket_type AS r_bucket, r.value AS r_value,
+                       CASE
+                         WHEN e.sid = ANY (recent_sids) OR r.sid = ANY (recent_sids) OR r.changed
+                              OR r.status <> 'ACTIVE' OR r.updated_at > cutoff THEN 'recent'
+                         WHEN e.value IS NULL THEN 'extra'
+                         WHEN pg_catalog.count(e.sid) OVER (PARTITION BY e.bucket_type, e.value) > 1 THEN 'duplicate'
+                         WHEN r.value IS NULL THEN 'missing'
+                         WHEN e.sid = r.sid AND e.subject_type = r.subject_type
+                              AND e.subject_id::text = r.subject_id AND e.source_type = r.source_type THEN 'ok'
+                         ELSE 'drifted' END AS kind
+                  FROM e FULL JOIN r ON e.bucket_type = r.bucket_type AND e.value = r.value)
+            SELECT pg_catalog.count(*) FILTER (WHERE kind = 'duplicate') AS n_duplicate,
+                   pg_catalog.count(*) FILTER (WHERE kind IN ('missing', 'extra', 'drifted')) AS n_fixes,
+                   pg_catalog.count(*) FILTER (WHERE kind = 'recent') AS n_recent,
+                   pg_catalog.string_agg(pg_catalog.format('%s=%s (rows %s)', e_bucket, e_value, pk), ', ')
+                       FILTER (WHERE kind = 'duplicate') AS duplicates,
+                   COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                       'kind', kind, 'pk', pk, 'col', col, 'sid', e_sid,
+                       'bucket_type', COALESCE(e_bucket, r_bucket), 'value', COALESCE(e_value, r_value),
+                       'subject_type', e_subject_type, 'subject_id', e_subject_id, 'source_type', e_source_type))
+                       FILTER (WHERE kind IN ('missing', 'extra', 'drifted')), '[]') AS fixes
+              INTO cls FROM j;
+            EXIT WHEN pass = 2 OR cls.n_fixes + cls.n_duplicate = 0;
+            stored2 := @extschema@.verify_list_store(cfg.server_name, cfg.cell_id, attrs, lo, hi);
+        END LOOP;
         skipped_recent := skipped_recent + cls.n_recent;
         IF cls.duplicates IS NOT NULL THEN
             RAISE WARNING 'claims_cell: table % holds the same claimed value in more than one row: %',
@@ -365,31 +398,38 @@ BEGIN
                 USING DETAIL = 'Rows written without the claims_cell triggers; such values are not repaired.';
         END IF;
 
-        IF repair AND pg_catalog.jsonb_array_length(cls.fixes) > 0 THEN
-            fixes := cls.fixes;
-            -- re-read the rows to fix, locked until this transaction ends: a
-            -- row changed since the batch was read is left for the next run
-            IF fixes @? '$[*] ? (@.kind != "extra")' THEN
-                EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
-                    pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[]) FOR SHARE OF t',
-                                      cols, tab, keycol.attname, keycol.typname))
-                   INTO fresh_n, fresh_max, fresh_recent, fresh
-                  USING (SELECT pg_catalog.array_agg(f->>'pk') FROM pg_catalog.jsonb_array_elements(fixes) f
-                          WHERE f->>'kind' <> 'extra');
-                WITH n AS (
-                    SELECT DISTINCT x->>'sid' AS sid, x->>'bucket_type' AS bucket_type,
-                           x->>'value' AS value, x->>'subject_id' AS subject_id
-                      FROM pg_catalog.jsonb_array_elements(fresh) x
-                     WHERE NOT (x->>'sid' = ANY (COALESCE(fresh_recent, '{}'))))
-                SELECT COALESCE(pg_catalog.jsonb_agg(f.x ORDER BY f.i) FILTER (WHERE f.x->>'kind' = 'extra' OR n.sid IS NOT NULL), '[]'),
-                       pg_catalog.count(*) FILTER (WHERE f.x->>'kind' <> 'extra' AND n.sid IS NULL)
-                  INTO fixes, nrows
-                  FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS f(x, i)
-                  LEFT JOIN n ON f.x->>'kind' <> 'extra' AND n.sid = f.x->>'sid'
-                             AND n.bucket_type = f.x->>'bucket_type' AND n.value = f.x->>'value'
-                             AND n.subject_id = f.x->>'subject_id';
-                skipped_recent := skipped_recent + nrows;
-            END IF;
+        -- re-read the rows of the differences, after the second listing
+        -- (with repair locked until this transaction ends): a row changed
+        -- since the batch was read is left for the next run
+        fixes := cls.fixes;
+        IF fixes @? '$[*] ? (@.kind != "extra")' THEN
+            EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
+                pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[])%s',
+                                  cols, tab, keycol.attname, keycol.typname,
+                                  CASE WHEN repair THEN ' FOR SHARE OF t' ELSE '' END))
+               INTO fresh_n, fresh_max, fresh_recent, fresh
+              USING (SELECT pg_catalog.array_agg(f->>'pk') FROM pg_catalog.jsonb_array_elements(fixes) f
+                      WHERE f->>'kind' <> 'extra');
+            WITH n AS (
+                SELECT DISTINCT x->>'sid' AS sid, x->>'bucket_type' AS bucket_type,
+                       x->>'value' AS value, x->>'subject_id' AS subject_id
+                  FROM pg_catalog.jsonb_array_elements(fresh) x
+                 WHERE NOT (x->>'sid' = ANY (COALESCE(fresh_recent, '{}'))))
+            SELECT COALESCE(pg_catalog.jsonb_agg(f.x ORDER BY f.i) FILTER (WHERE f.x->>'kind' = 'extra' OR n.sid IS NOT NULL), '[]'),
+                   pg_catalog.count(*) FILTER (WHERE f.x->>'kind' <> 'extra' AND n.sid IS NULL)
+              INTO fixes, nrows
+              FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS f(x, i)
+              LEFT JOIN n ON f.x->>'kind' <> 'extra' AND n.sid = f.x->>'sid'
+                         AND n.bucket_type = f.x->>'bucket_type' AND n.value = f.x->>'value'
+                         AND n.subject_id = f.x->>'subject_id';
+            skipped_recent := skipped_recent + nrows;
+        END IF;
+        SELECT missing + cls.n_duplicate + pg_catalog.count(*) FILTER (WHERE f->>'kind' = 'missing'),
+               extra + pg_catalog.count(*) FILTER (WHERE f->>'kind' = 'extra'),
+               drifted + pg_catalog.count(*) FILTER (WHERE f->>'kind' = 'drifted')
+          INTO missing, extra, drifted
+          FROM pg_catalog.jsonb_array_elements(fixes) f;
+        IF repair AND pg_catalog.jsonb_array_length(fixes) > 0 THEN
             repaired := repaired + @extschema@.verify_repair(cfg.server_name, cfg.cell_id, tab, fixes, chunk_limit);
         END IF;
 
@@ -667,6 +707,7 @@ REVOKE ALL ON FUNCTION @extschema@.store_list_records(name, jsonb),
     @extschema@.verify_settings(),
     @extschema@.source_id_text(bytea),
     @extschema@.verify_range(text, regtype, text, bytea, bytea),
+    @extschema@.verify_list_store(name, bigint, jsonb, bytea, bytea),
     @extschema@.verify_slice(regclass, boolean, bytea, timestamptz),
     @extschema@.verify_repair(name, bigint, regclass, jsonb, integer),
     @extschema@.verify_repair_lease(name, bigint, jsonb),
