@@ -119,6 +119,8 @@ extern void cell_conn_init(void);
 extern char *cell_server_label(void);
 extern void cell_raise_unreachable(const CellCallResult *r) pg_attribute_noreturn();
 extern void cell_raise_remote(const CellCallResult *r, const char *what) pg_attribute_noreturn();
+extern Datum cell_call_listing(const char *server, Datum request, const char *function,
+							   const char *what);
 
 /* xact.c: the leases of claims_cell.verify()'s repairs */
 extern bool cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -584,4 +585,32 @@ cell_raise_remote(const CellCallResult *r, const char *what)
 			 r->detail ? errdetail_internal("%s", r->detail) : 0,
 			 r->hint ? errhint("%s", r->hint) : 0));
 	pg_unreachable();
+}
+
+/*
+ * One page of a store listing (claims_list_leases, claims_list_records):
+ * the function called with the jsonb request through server's connection,
+ * its jsonb answer returned. Raises what the store raises, prefixed with
+ * what, and 08006 when it cannot be reached.
+ */
+Datum
+cell_call_listing(const char *server, Datum request, const char *function, const char *what)
+{
+	const char *params[1];
+	char	   *sql;
+	CellCallResult r;
+
+	cell_conn_prepare(cell_server_oid(server, false));
+	params[0] = DatumGetCString(DirectFunctionCall1(jsonb_out, request));
+	sql = psprintf("SELECT %%s.%s($1::jsonb)", function);
+	cell_call(sql, 1, params, true, &r);
+	if (r.status == CELL_CALL_REMOTE_ERROR)
+		cell_raise_remote(&r, what);
+	if (r.status != CELL_CALL_OK)
+		cell_raise_unreachable(&r);
+	if (r.value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store answered %s with NULL", function)));
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(r.value));
 }

@@ -14,7 +14,6 @@
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/jsonb.h"
 
 PG_FUNCTION_INFO_V1(claims_cell_store_list_records);
 PG_FUNCTION_INFO_V1(claims_cell_store_repair_lease);
@@ -28,23 +27,9 @@ PG_FUNCTION_INFO_V1(claims_cell_verify_settings);
 Datum
 claims_cell_store_list_records(PG_FUNCTION_ARGS)
 {
-	char	   *server = NameStr(*PG_GETARG_NAME(0));
-	char	   *request = DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(1)));
-	const char *params[1];
-	CellCallResult r;
-
-	cell_conn_prepare(cell_server_oid(server, false));
-	params[0] = request;
-	cell_call("SELECT %s.claims_list_records($1::jsonb)", 1, params, true, &r);
-	if (r.status == CELL_CALL_REMOTE_ERROR)
-		cell_raise_remote(&r, "the claims store refused to list this cell's records");
-	if (r.status != CELL_CALL_OK)
-		cell_raise_unreachable(&r);
-	if (r.value == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("the claims store answered claims_list_records with NULL")));
-	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(r.value)));
+	PG_RETURN_DATUM(cell_call_listing(NameStr(*PG_GETARG_NAME(0)), PG_GETARG_DATUM(1),
+									  "claims_list_records",
+									  "the claims store refused to list this cell's records"));
 }
 
 /*
