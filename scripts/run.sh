@@ -12,7 +12,8 @@
 # database "claims" with the extension created (the store) and two cell
 # databases, cell_1 and cell_2, with claims_cell claiming the username and
 # email of their users tables there (scripts/cell_setup.sql); the demo ends
-# with the two cells racing for a username (scripts/cell_demo.sql). Running this again reuses
+# with the two cells racing for a username and a verify() that repairs a
+# row written with the triggers off (scripts/cell_demo.sql). Running this again reuses
 # the running server (restarting it only when the installed library or the
 # settings changed). `make stop` stops it.
 #
