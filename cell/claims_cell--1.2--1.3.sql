@@ -184,6 +184,8 @@ DECLARE
     stored jsonb;
     stored2 jsonb;
     pass integer;
+    held_where text := '';
+    moved text[] := '{}';
     cls record;
     fixes jsonb;
     fresh jsonb;
@@ -242,6 +244,21 @@ BEGIN
             USING ERRCODE = 'feature_not_supported',
                   DETAIL = 'The claims store lists a cell''s records by source type; the two tables'' claims cannot be told apart.';
     END IF;
+    -- and so would the claims of a paused column of this table
+    SELECT v.attname, c.source_type, c.bucket_type INTO other
+      FROM @extschema@.claimed_attributes c
+      JOIN pg_catalog.pg_attribute v ON v.attrelid = c.table_name AND v.attnum = c.attnum
+     WHERE c.table_name = tab AND NOT c.enabled
+       AND (c.source_type, c.bucket_type) IN
+           (SELECT e->>'source_type', e->>'bucket_type' FROM pg_catalog.jsonb_array_elements(attrs) e)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot verify table %: its paused column % claims the same bucket type % with source type % as a claimed column',
+                tab, other.attname, other.bucket_type, other.source_type
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The claims store lists a cell''s records by source type; the paused column''s claims cannot be told apart.',
+                  HINT = 'Resume the column with claims_cell.set_claiming, or unclaim it.';
+    END IF;
 
     SELECT a2.attname, a2.atttypid, pg_catalog.format_type(a2.atttypid, NULL) AS typname
       INTO keycol FROM pg_catalog.pg_attribute a2
@@ -279,20 +296,25 @@ BEGIN
         nrows := nrows + 1;
         cols := cols || pg_catalog.format(', t.%I::pg_catalog.text AS v%s, t.%I::pg_catalog.int8 AS s%s',
                                           a.col, nrows, a.subject_col, nrows);
+        held_where := held_where || CASE WHEN nrows > 1 THEN ' OR ' ELSE '' END ||
+            pg_catalog.format('t.%I::pg_catalog.text = ANY ($1)', a.col);
         lateral_vals := lateral_vals || CASE WHEN nrows > 1 THEN ', ' ELSE '' END ||
             pg_catalog.format('(b.v%s, b.s%s, %L, %L, %L, %L, %L::boolean)', nrows, nrows,
                               a.bucket_type, a.subject_type, a.source_type, a.col, a.integer_valued);
     END LOOP;
-    -- one entry per claimable value of the rows, as the row trigger claims it
-    entries_sql := 'WITH b AS (@ROWS@) SELECT (SELECT pg_catalog.count(*) FROM b)::integer, (SELECT b.sid FROM b ORDER BY b.sid DESC LIMIT 1),'
+    -- one entry per claimable value of the rows b, as the row trigger
+    -- claims it; the rows' query goes before it: 'WITH b AS (rows) ' || entries_sql
+    entries_sql := 'SELECT (SELECT pg_catalog.count(*) FROM b)::integer, (SELECT b.sid FROM b ORDER BY b.sid DESC LIMIT 1),'
         ' (SELECT pg_catalog.array_agg(pg_catalog.encode(b.sid, ''hex'')) FROM b WHERE b.recent),'
         ' (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(''sid'', pg_catalog.encode(b.sid, ''hex''),'
         '   ''pk'', b.pk, ''bucket_type'', x.bt, ''value'', x.v, ''subject_type'', x.st, ''subject_id'', x.sj,'
         '   ''source_type'', x.srt, ''col'', x.col)), ''[]'')'
         '    FROM b CROSS JOIN LATERAL (VALUES ' || lateral_vals || ') AS x(v, sj, bt, st, srt, col, iv)'
         '   WHERE x.v IS NOT NULL AND pg_catalog.btrim(x.v, E'' \t\n\r\f\v'') <> '''''
-        '     AND pg_catalog.char_length(x.v) <= 1024'
-        '     AND (NOT x.iv OR x.v ~ ''^(0|-?[1-9][0-9]{0,18})$'')'
+        '     AND pg_catalog.char_length(x.v) <= 1024 AND pg_catalog.octet_length(b.sid) <= 128'
+        '     AND (NOT x.iv OR CASE WHEN x.v ~ ''^(0|-?[1-9][0-9]{0,18})$'''
+        '                           THEN x.v::pg_catalog.numeric BETWEEN -9223372036854775808 AND 9223372036854775807'
+        '                           ELSE false END)'
         '     AND x.sj IS NOT NULL AND x.sj <> 0)';
 
     LOOP
@@ -315,7 +337,9 @@ BEGIN
                     sid_expr, tab, keycol.attname, lo_int);
             END IF;
         ELSE
-            rows_sql := pg_catalog.format('SELECT %1$s AS sid FROM %2$s t WHERE %4$s ORDER BY %3$s LIMIT 1000',
+            -- a key longer than the store's 128 bytes is never claimed (the
+            -- trigger refuses it) and cannot bound a listing: skipped
+            rows_sql := pg_catalog.format('SELECT %1$s AS sid FROM %2$s t WHERE %4$s AND pg_catalog.octet_length(%1$s) <= 128 ORDER BY %3$s LIMIT 1000',
                 sid_expr, tab, key_expr, @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, NULL));
         END IF;
         EXECUTE 'SELECT pg_catalog.count(*)::integer, (pg_catalog.array_agg(b.sid ORDER BY b.sid DESC))[1]'
@@ -327,9 +351,9 @@ BEGIN
         stored := @extschema@.verify_list_store(cfg.server_name, cfg.cell_id, attrs, lo, hi);
 
         -- the rows of the range, read after the store's records
-        EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
+        EXECUTE 'WITH b AS (' ||
                     pg_catalog.format('SELECT %s FROM %s t WHERE %s', cols, tab,
-                                      @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)))
+                                      @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)) || ') ' || entries_sql
            INTO fresh_n, fresh_max, recent_sids, expected;
 
         -- compare: one row per value on either side. A difference stands
@@ -372,6 +396,7 @@ BEGIN
                               OR r.status <> 'ACTIVE' OR r.updated_at > cutoff THEN 'recent'
                          WHEN e.value IS NULL THEN 'extra'
                          WHEN pg_catalog.count(e.sid) OVER (PARTITION BY e.bucket_type, e.value) > 1 THEN 'duplicate'
+                         WHEN r.value IS NULL AND (e.bucket_type || ':' || e.value) = ANY (moved) THEN 'moved'
                          WHEN r.value IS NULL THEN 'missing'
                          WHEN e.sid = r.sid AND e.subject_type = r.subject_type
                               AND e.subject_id::text = r.subject_id AND e.source_type = r.source_type THEN 'ok'
@@ -398,15 +423,48 @@ BEGIN
                 USING DETAIL = 'Rows written without the claims_cell triggers; such values are not repaired.';
         END IF;
 
+        -- an extra value that a row of another batch holds was moved there
+        -- with the triggers off: drifted, replaced, never destroyed (its
+        -- row's batch then skips it as moved)
+        fixes := cls.fixes;
+        IF fixes @? '$[*] ? (@.kind == "extra")' THEN
+            EXECUTE 'WITH b AS (' || pg_catalog.format('SELECT %s FROM %s t WHERE %s', cols, tab, held_where)
+                    || ') ' || entries_sql
+               INTO fresh_n, fresh_max, fresh_recent, fresh
+              USING (SELECT pg_catalog.array_agg(f->>'value') FROM pg_catalog.jsonb_array_elements(fixes) f
+                      WHERE f->>'kind' = 'extra');
+            WITH h AS (
+                SELECT x->>'bucket_type' AS bucket_type, x->>'value' AS value,
+                       (pg_catalog.array_agg(x))[1] || '{"kind": "drifted"}' AS fix,
+                       pg_catalog.count(*) AS n,
+                       pg_catalog.bool_or(x->>'sid' = ANY (COALESCE(fresh_recent, '{}'))) AS recent
+                  FROM pg_catalog.jsonb_array_elements(fresh) x GROUP BY 1, 2)
+            SELECT COALESCE(pg_catalog.jsonb_agg(COALESCE(h.fix, f.x) ORDER BY f.i)
+                                FILTER (WHERE h.n IS NULL OR (h.n = 1 AND NOT h.recent)), '[]'),
+                   pg_catalog.count(*) FILTER (WHERE h.recent),
+                   pg_catalog.count(*) FILTER (WHERE h.n > 1 AND NOT h.recent),
+                   moved || COALESCE(pg_catalog.array_agg(h.bucket_type || ':' || h.value)
+                                         FILTER (WHERE h.n IS NOT NULL), '{}')
+              INTO fixes, nrows, fresh_n, moved
+              FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS f(x, i)
+              LEFT JOIN h ON f.x->>'kind' = 'extra' AND h.bucket_type = f.x->>'bucket_type'
+                         AND h.value = f.x->>'value';
+            skipped_recent := skipped_recent + nrows;
+            IF fresh_n > 0 THEN
+                missing := missing + fresh_n;
+                RAISE WARNING 'claims_cell: table % holds % claimed values in more than one row', tab, fresh_n
+                    USING DETAIL = 'Rows written without the claims_cell triggers; such values are not repaired.';
+            END IF;
+        END IF;
+
         -- re-read the rows of the differences, after the second listing
         -- (with repair locked until this transaction ends): a row changed
         -- since the batch was read is left for the next run
-        fixes := cls.fixes;
         IF fixes @? '$[*] ? (@.kind != "extra")' THEN
-            EXECUTE pg_catalog.replace(entries_sql, '@ROWS@',
+            EXECUTE 'WITH b AS (' ||
                 pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[])%s',
                                   cols, tab, keycol.attname, keycol.typname,
-                                  CASE WHEN repair THEN ' FOR SHARE OF t' ELSE '' END))
+                                  CASE WHEN repair THEN ' FOR SHARE OF t' ELSE '' END) || ') ' || entries_sql
                INTO fresh_n, fresh_max, fresh_recent, fresh
               USING (SELECT pg_catalog.array_agg(f->>'pk') FROM pg_catalog.jsonb_array_elements(fixes) f
                       WHERE f->>'kind' <> 'extra');
@@ -488,7 +546,7 @@ BEGIN
             fixed := fixed + chunk.n;
             CONTINUE;
         END IF;
-        IF res.sqlstate NOT IN ('23505', '55P03', 'P0002', '42501') THEN
+        IF res.sqlstate NOT IN ('23505', '55P03', 'P0002', '42501', '22023', '22001', '22P02') THEN
             RAISE EXCEPTION 'the claims store refused the repairs of table %: %', "table", res.message
                 USING ERRCODE = res.sqlstate;
         END IF;

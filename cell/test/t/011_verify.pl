@@ -257,6 +257,64 @@ SELECT count(*) FILTER (WHERE state = 'committed'), max(jsonb_array_length(paylo
 	'10|1000', 'in 10 committed leases of at most 1000 records');
 is(verify('emails'), '0|0|0|0|0', 'a second verify of the backfill finds nothing');
 
+# A value moved to a row of another batch behind the triggers is drifted,
+# replaced at the store, never destroyed: here from row 12 (batch 1) to a
+# new row 10500 (the last batch), whose batch then skips it as moved.
+$node->safe_psql('cell1', q{SET session_replication_role = replica;
+UPDATE emails SET id = 10500 WHERE id = 12});
+is(verify('emails'), '0|0|1|0|0', 'a value moved to a later batch is drifted, not extra and missing');
+is(verify('emails', 1), '0|0|1|1|0', 'repair replaces it');
+agree(\%backfill, 'emails after a move to a later batch');
+# The other way round (row 5000 to a new row 0, which comes first) the
+# first batch cannot know yet: missing there (its claim refused: the value
+# is this cell's), drifted and replaced in the batch of row 5000.
+$node->safe_psql('cell1', q{SET session_replication_role = replica;
+UPDATE emails SET id = 0 WHERE id = 5000});
+is(verify('emails', 1), '1|0|1|1|0', 'a value moved to an earlier batch is replaced as well');
+agree(\%backfill, 'emails after a move to an earlier batch');
+is(verify('emails'), '0|0|0|0|0', 'and a second verify finds nothing');
+
+# A paused column claiming the same bucket and source type as a claimed one
+# would make its claims look extra: verify refuses (0A000), changes nothing.
+$node->safe_psql('cell1', q{
+CREATE TABLE profiles (id bigint PRIMARY KEY, email text, commit_email text);
+SELECT claims_cell.claim_column('profiles', 'email', 'EMAILS', 'USER', 'id', 'RAILS_TABLE_MEMBERS');
+SELECT claims_cell.claim_column('profiles', 'commit_email', 'EMAILS', 'USER', 'id', 'RAILS_TABLE_MEMBERS');
+INSERT INTO profiles VALUES (1, 'p1@example.net', 'p1-commit@example.net');
+SELECT claims_cell.set_claiming('profiles', 'commit_email', false);
+});
+my ($rc, $out, $err) = $node->psql('cell1', q{SET claims_cell.verify_recent = 0;
+SELECT * FROM claims_cell.verify('profiles', true)}, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/0A000: cannot verify table public.profiles: its paused column commit_email claims the same bucket type EMAILS/,
+	'a paused column sharing the bucket and source type: 0A000');
+is($store->safe_psql('postgres', q{SELECT count(*) FROM claims WHERE bucket_value LIKE 'p1%@example.net'}),
+	'2', 'and both claims stay at the store');
+$node->safe_psql('cell1', q{SELECT claims_cell.set_claiming('profiles', 'commit_email', true)});
+is(verify('profiles'), '0|0|0|0|0', 'resumed, the table verifies');
+
+# A text key longer than the store's 128 bytes (its row claims nothing) as
+# the last of a batch: skipped, never sent as a listing bound.
+$node->safe_psql('cell1', q{
+CREATE TABLE deploy_keys (k text COLLATE "C" PRIMARY KEY, fp text, user_id bigint);
+INSERT INTO deploy_keys SELECT 'k' || lpad(i::text, 4, '0'), 'deploy-fp-' || i, i FROM generate_series(1, 1200) i WHERE i <> 1000;
+INSERT INTO deploy_keys VALUES ('k0999' || repeat('x', 200), NULL, 1);
+SELECT claims_cell.claim_column('deploy_keys', 'fp', 'SSH_KEY_FINGERPRINTS', 'USER', 'user_id', 'RAILS_TABLE_SNIPPETS');
+});
+is(verify('deploy_keys', 1), '1199|0|0|1199|0', 'a key over 128 bytes at a batch end is skipped');
+is(verify('deploy_keys'), '0|0|0|0|0', 'and the table verifies clean');
+
+# Integer-valued buckets: only values the trigger would claim count (not
+# 042, not beyond the int64 range).
+$node->safe_psql('cell1', q{
+CREATE TABLE project_refs (id bigint PRIMARY KEY, ref text, owner_id bigint);
+SELECT claims_cell.claim_column('project_refs', 'ref', 'PROJECT_IDS', 'USER', 'owner_id', 'RAILS_TABLE_PROJECT_SETTINGS');
+SET session_replication_role = replica;
+INSERT INTO project_refs VALUES (1, '42', 1), (2, '042', 1), (3, '9999999999999999999', 1),
+  (4, '-9223372036854775808', 1);
+});
+is(verify('project_refs', 1), '2|0|0|2|0', 'only canonical int64 values are claimed');
+is(verify('project_refs'), '0|0|0|0|0', 'and the table verifies clean');
+
 # The background worker's schedule, one batch a slice (max_time 0): a run
 # resumes after a restart where verify_progress says it stopped, and its
 # counts add up over the slices.
