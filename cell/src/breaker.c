@@ -299,19 +299,16 @@ cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, 
 	cell_unlock();
 }
 
-/* Count one slice of a verification by the background worker. */
+/* Count one finished verification run of the background worker. */
 void
-cell_stats_verify(bool finished, int64 missing, int64 extra, int64 drifted, int64 repaired)
+cell_stats_verify(int64 missing, int64 extra, int64 drifted, int64 repaired)
 {
 	CellBreakerSlot *s;
 
 	cell_lock();
 	s = cell_slot();
-	if (finished)
-	{
-		s->counters[CELL_STAT_VERIFY_RUNS]++;
-		s->last_verify = GetCurrentTimestamp();
-	}
+	s->counters[CELL_STAT_VERIFY_RUNS]++;
+	s->last_verify = GetCurrentTimestamp();
 	s->counters[CELL_STAT_VERIFY_MISSING] += missing;
 	s->counters[CELL_STAT_VERIFY_EXTRA] += extra;
 	s->counters[CELL_STAT_VERIFY_DRIFTED] += drifted;

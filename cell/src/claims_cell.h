@@ -172,8 +172,7 @@ extern CellCallStatus cell_breaker_enter(bool *probe);
 extern void cell_breaker_leave(int outcome, bool probe, double elapsed_ms);
 extern void cell_stats_count(CellStat stat);
 extern void cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, int64 pending);
-extern void cell_stats_verify(bool finished, int64 missing, int64 extra, int64 drifted,
-							  int64 repaired);
+extern void cell_stats_verify(int64 missing, int64 extra, int64 drifted, int64 repaired);
 extern void cell_stats_read(CellStatsSnapshot *snap);
 extern bool cell_breaker_is_shared(void);
 

@@ -727,7 +727,7 @@ cell_cycle_verify(void)
 		finished = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 		if (finished)
 		{
-			cell_stats_verify(true, counts[0], counts[1], counts[2], counts[3]);
+			cell_stats_verify(counts[0], counts[1], counts[2], counts[3]);
 			ereport(LOG,
 					(errmsg("claims_cell: verified table %s: %lld missing, %lld extra, %lld drifted, %lld repaired, %lld skipped as recent",
 							table, (long long) counts[0], (long long) counts[1],
