@@ -231,28 +231,22 @@ BEGIN
                   HINT = 'Claim a column with claims_cell.claim_column first.';
     END IF;
     -- the store lists records by source type and bucket type: another
-    -- table's claims of the same pair would look like extra claims here
-    SELECT c.table_name, c.source_type, c.bucket_type INTO other
+    -- table's claims of the same pair, or a paused column's of this table,
+    -- would look like extra claims here
+    SELECT c.table_name, v.attname, c.source_type, c.bucket_type INTO other
       FROM @extschema@.claimed_attributes c
-     WHERE c.table_name <> tab
+      JOIN pg_catalog.pg_attribute v ON v.attrelid = c.table_name AND v.attnum = c.attnum
+     WHERE (c.table_name <> tab OR NOT c.enabled)
        AND (c.source_type, c.bucket_type) IN
            (SELECT e->>'source_type', e->>'bucket_type' FROM pg_catalog.jsonb_array_elements(attrs) e)
+     ORDER BY c.table_name = tab
      LIMIT 1;
-    IF FOUND THEN
+    IF FOUND AND other.table_name <> tab THEN
         RAISE EXCEPTION 'cannot verify table %: table % claims the same bucket type % with source type %',
                 tab, other.table_name, other.bucket_type, other.source_type
             USING ERRCODE = 'feature_not_supported',
                   DETAIL = 'The claims store lists a cell''s records by source type; the two tables'' claims cannot be told apart.';
-    END IF;
-    -- and so would the claims of a paused column of this table
-    SELECT v.attname, c.source_type, c.bucket_type INTO other
-      FROM @extschema@.claimed_attributes c
-      JOIN pg_catalog.pg_attribute v ON v.attrelid = c.table_name AND v.attnum = c.attnum
-     WHERE c.table_name = tab AND NOT c.enabled
-       AND (c.source_type, c.bucket_type) IN
-           (SELECT e->>'source_type', e->>'bucket_type' FROM pg_catalog.jsonb_array_elements(attrs) e)
-     LIMIT 1;
-    IF FOUND THEN
+    ELSIF FOUND THEN
         RAISE EXCEPTION 'cannot verify table %: its paused column % claims the same bucket type % with source type % as a claimed column',
                 tab, other.attname, other.bucket_type, other.source_type
             USING ERRCODE = 'feature_not_supported',
