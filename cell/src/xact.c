@@ -98,7 +98,7 @@ static SPIPlanPtr cell_stmts[CELL_NSTMTS];
 
 static void cell_record_lease(CellLease *lease, pg_uuid_t *uuid, Oid owner, Oid save_user,
 							  int save_sec);
-static void cell_finish_lease(CellLease *lease, bool commit);
+static void cell_finish_lease(CellLease *lease, bool commit, bool hand_off);
 
 /* Execute one of those statements (inside SPI_connect), preparing it first. */
 static int
@@ -685,8 +685,9 @@ cell_leases_subxact(SubXactEvent event)
 			l->level = level - 1;
 		else if (event == SUBXACT_EVENT_ABORT_SUB)
 		{
+			/* now, not by the worker: the transaction goes on and may verify again */
 			if (l->sent)
-				cell_finish_lease(l, false);
+				cell_finish_lease(l, false, false);
 			cell_leases = foreach_delete_current(cell_leases, lc);
 		}
 	}
@@ -769,11 +770,12 @@ cell_pre_commit(void)
 
 /*
  * After the local commit or abort: commit or roll back the lease at the
- * store. Never raises: a failure is a WARNING and recovery finishes the
+ * store, or with hand_off leave it to the worker when finish_leases_in
+ * says so. Never raises: a failure is a WARNING and recovery finishes the
  * lease later (its local row stays after a commit).
  */
 static void
-cell_finish_lease(CellLease *lease, bool commit)
+cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 {
 	const char *cell_lease = lease->uuid;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -782,7 +784,7 @@ cell_finish_lease(CellLease *lease, bool commit)
 	const char *params[2];
 
 	/* the worker finishes it, when there is one for this database */
-	if (cell_finish_leases_in == CELL_FINISH_IN_WORKER &&
+	if (hand_off && cell_finish_leases_in == CELL_FINISH_IN_WORKER &&
 		cell_worker_push(cell_lease, commit ? 'c' : 'r'))
 		return;
 
@@ -851,7 +853,7 @@ cell_finish_leases(bool commit)
 		CellLease  *l = lfirst(lc);
 
 		if (l->taken || l->sent)
-			cell_finish_lease(l, commit && l->taken);
+			cell_finish_lease(l, commit && l->taken, true);
 	}
 }
 
@@ -880,6 +882,11 @@ cell_xact_callback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that changed claimed values"),
 						 errdetail("Claims are taken at COMMIT; a prepared transaction cannot take them.")));
+			if (cell_leases != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that holds leases of claims_cell.verify() repairs"),
+						 errdetail("The leases are committed at the store at COMMIT; a prepared transaction would leave them outstanding.")));
 			break;
 		case XACT_EVENT_COMMIT:
 			if (cell_done_flushing > 0)

@@ -22,6 +22,7 @@ use IPC::Run ();
 my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 'cell_two' ]);
 my $node = cell_node('cell', qq{
 claims_cell.verify_interval = 0
+max_prepared_transactions = 2
 });
 add_cell(node => $node, store => $store, db => 'cell1', role => 'cell_one', cell_id => 1,
 	sql => q{
@@ -207,6 +208,20 @@ is($store->safe_psql('postgres', q{SELECT state FROM claim_leases WHERE creator_
 	'rolled_back', 'its lease is rolled back');
 is(verify('users'), '1|0|0|0|0', 'the value is still missing');
 
+# PREPARE TRANSACTION of a transaction holding repair leases is refused
+# (prepared, they would stay outstanding at the store and its lease rows
+# would hold up reconcile()); the abort rolls them back.
+my ($prepare_rc, $prepare_out, $prepare_err) = $node->psql('cell1', q{SET claims_cell.verify_recent = 0;
+BEGIN;
+SELECT count(*) FROM claims_cell.verify('users', true);
+PREPARE TRANSACTION 'repairs';});
+like($prepare_err, qr/cannot prepare a transaction that holds leases of claims_cell\.verify\(\) repairs/,
+	'a transaction holding repair leases cannot be prepared');
+is($node->safe_psql('cell1', q{SELECT count(*) FROM pg_prepared_xacts}), '0', 'nothing is prepared');
+is($store->safe_psql('postgres', q{SELECT state FROM claim_leases WHERE creator_id = 1 ORDER BY created_at DESC LIMIT 1}),
+	'rolled_back', 'and its lease is rolled back');
+is(verify('users'), '1|0|0|0|0', 'the value is still missing after the refused PREPARE');
+
 # A crash in the middle of a repair: the lease is outstanding at the store,
 # its local row never committed; reconcile() rolls it back, verify repairs.
 my %h = (in => q{SET claims_cell.verify_recent = 0;
@@ -367,5 +382,26 @@ ok($node->poll_query_until('cell1', q{SELECT verify_runs > 0 AND verify_repaired
 agree(\%users, 'usernames after the worker');
 ok($node->log_contains(qr/claims_cell: verified table public\.users: 2 missing, 0 extra, 0 drifted, 2 repaired/),
 	'the worker logs the counts of a run');
+
+# With finish_leases_in = 'worker', a savepoint's repair lease is still
+# rolled back at once, not handed to the worker: the same transaction's
+# next verify finds the value missing and repairs it.
+$node->append_conf('postgresql.conf', "claims_cell.verify_interval = 0\n");
+$node->reload;
+sleep(3);    # a verification the worker started before the reload ends
+$node->safe_psql('cell1', q{
+SET session_replication_role = replica; INSERT INTO users VALUES (5002, 'handoff-5002', NULL);});
+is($node->safe_psql('cell1', q{
+SET claims_cell.verify_recent = 0;
+SET claims_cell.finish_leases_in = 'worker';
+BEGIN;
+SAVEPOINT s;
+SELECT repaired FROM claims_cell.verify('users', true);
+ROLLBACK TO s;
+SELECT * FROM claims_cell.verify('users', true);
+COMMIT;
+}), "1\n1|0|0|1|0", 'a savepoint rolled back under finish_leases_in = worker: its lease is gone at once');
+is($store->safe_psql('postgres', q{SELECT status FROM claims WHERE bucket_value = 'handoff-5002'}),
+	'ACTIVE', 'and the second repair holds');
 
 done_testing();
