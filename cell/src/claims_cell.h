@@ -12,10 +12,12 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
 #include "access/xact.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/relcache.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -76,6 +78,7 @@ extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								  SubTransactionId parentSubid, void *arg);
 extern bool cell_value_is_blank(const char *s);
 extern bool cell_is_canonical_int64(const char *s);
+extern char *cell_claimed_text(Relation rel, HeapTuple tuple, int attnum);
 
 /* xact.c */
 extern void cell_xact_callback(XactEvent event, void *arg);
@@ -106,6 +109,7 @@ typedef struct CellCallResult
 	char	   *hint;
 	int			tries;
 	bool		sent;			/* a request may have reached the store */
+	bool		abandoned;		/* a try sent it, then was given up */
 } CellCallResult;
 
 extern void cell_conn_prepare(Oid serverid);

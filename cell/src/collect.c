@@ -38,6 +38,7 @@ PG_FUNCTION_INFO_V1(claims_cell_refuse_truncate);
 
 static MemoryContext cell_pending_cxt = NULL;
 static List *cell_pending = NIL;
+static List *cell_interned = NIL;	/* the names the changes share */
 
 /* The changes recorded so far, in order. */
 List *
@@ -58,6 +59,7 @@ void
 cell_forget_changes(void)
 {
 	cell_pending = NIL;
+	cell_interned = NIL;
 	if (cell_pending_cxt)
 		MemoryContextReset(cell_pending_cxt);
 }
@@ -263,6 +265,46 @@ cell_check_value(Relation rel, int attnum, const char *value,
 				 errtablecol(rel, attnum)));
 }
 
+/*
+ * The claimed text of a column's value, or NULL: its output, except that a
+ * char(n) value loses its padding, as its cast to text does. One form for
+ * the trigger, verify() (which reads column::text) and every message.
+ */
+char *
+cell_claimed_text(Relation rel, HeapTuple tuple, int attnum)
+{
+	char	   *value = SPI_getvalue(tuple, RelationGetDescr(rel), attnum);
+	Oid			typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+
+	if (value != NULL && getBaseType(typid) == BPCHAROID)
+	{
+		int			len = strlen(value);
+
+		while (len > 0 && value[len - 1] == ' ')
+			len--;
+		value[len] = '\0';
+	}
+	return value;
+}
+
+/*
+ * One copy per transaction of a name every change of a column repeats
+ * (column, bucket, subject and source types), in cell_pending_cxt.
+ */
+static char *
+cell_intern(const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, cell_interned)
+	{
+		if (strcmp(lfirst(lc), s) == 0)
+			return lfirst(lc);
+	}
+	cell_interned = lappend(cell_interned, pstrdup(s));
+	return llast(cell_interned);
+}
+
 /* Remember one change of one row. */
 static void
 cell_record(TriggerData *td, HeapTuple tuple, bool create)
@@ -270,7 +312,7 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	Relation	rel = td->tg_relation;
 	char	  **args = td->tg_trigger->tgargs;
 	int			attnum = cell_attnum(rel, args[0]);
-	char	   *value = SPI_getvalue(tuple, RelationGetDescr(rel), attnum);
+	char	   *value = cell_claimed_text(rel, tuple, attnum);
 	bool		integer_valued = args[6][0] == 't';
 	CellChange *c;
 	MemoryContext old;
@@ -317,12 +359,12 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	c->create = create;
 	c->level = GetCurrentTransactionNestLevel();
 	c->relid = RelationGetRelid(rel);
-	c->column = pstrdup(cell_attname(rel, attnum));
-	c->bucket_type = pstrdup(args[1]);
+	c->column = cell_intern(cell_attname(rel, attnum));
+	c->bucket_type = cell_intern(args[1]);
 	c->value = pstrdup(value);
-	c->subject_type = pstrdup(args[2]);
+	c->subject_type = cell_intern(args[2]);
 	c->subject_id = subject_id;
-	c->source_type = pstrdup(args[4]);
+	c->source_type = cell_intern(args[4]);
 	c->source_id = palloc(source_len);
 	memcpy(c->source_id, source_id, source_len);
 	c->source_len = source_len;
@@ -372,10 +414,9 @@ claims_cell_collect(PG_FUNCTION_ARGS)
 		char	  **args = td->tg_trigger->tgargs;
 		HeapTuple	oldt = td->tg_trigtuple;
 		HeapTuple	newt = td->tg_newtuple;
-		TupleDesc	desc = RelationGetDescr(rel);
 		int			attnum = cell_attnum(rel, args[0]);
-		char	   *oldv = SPI_getvalue(oldt, desc, attnum);
-		char	   *newv = SPI_getvalue(newt, desc, attnum);
+		char	   *oldv = cell_claimed_text(rel, oldt, attnum);
+		char	   *newv = cell_claimed_text(rel, newt, attnum);
 		bool		same = (oldv == NULL && newv == NULL) ||
 			(oldv != NULL && newv != NULL && strcmp(oldv, newv) == 0);
 

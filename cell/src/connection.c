@@ -522,6 +522,9 @@ cell_call(const char *sql, int nparams, const char *const *params,
 							   (double) (GetCurrentTimestamp() - start) / 1000.0);
 			return;
 		}
+		/* a request abandoned by this try may still be done at the store */
+		if (r->sent)
+			r->abandoned = true;
 		cell_conn_discard();
 		cell_breaker_leave(0, probe, 0);
 		cell_stats_count(st == CELL_CALL_TIMEOUT ? CELL_STAT_TIMEOUTS : CELL_STAT_FAILURES);

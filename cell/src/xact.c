@@ -22,8 +22,13 @@
  */
 #include "claims_cell.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "common/base64.h"
@@ -37,7 +42,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 /* The changes of one row to one value, in order. */
 typedef struct CellRowChanges
@@ -78,7 +85,13 @@ static MemoryContext cell_lease_cxt = NULL;
 static List *cell_leases = NIL;
 static int64 cell_lease_cell_id = 0;
 
-/* Committed leases whose local rows are still to delete (TopMemoryContext). */
+/*
+ * Committed leases whose local rows are still to delete (TopMemoryContext).
+ * Only READ COMMITTED transactions delete them, so a backend that commits in
+ * REPEATABLE READ forever keeps at most CELL_DONE_MAX; reconcile() deletes
+ * the rows of those it forgets.
+ */
+#define CELL_DONE_MAX 1024
 static List *cell_done_leases = NIL;
 static int	cell_done_flushing = 0;
 
@@ -169,13 +182,34 @@ cell_same_row(const CellChange *a, const CellChange *b)
 }
 
 /*
+ * Raise 23505 for a value two rows hold at the end of the transaction, as
+ * a unique index would: one claim at the store cannot stand for both.
+ */
+static void
+cell_raise_duplicate(const CellChange *a, const CellChange *b)
+{
+	char	   *table = get_rel_name(b->relid);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("value \"%s\" of claimed column \"%s\" of table \"%s\" is held by more than one row",
+					b->value, b->column, table),
+			 errdetail("Key (%s)=(%s) is held by a row of table \"%s\" (column \"%s\") too; a claimed value is unique across all cells and within this one.",
+					   b->column, b->value, get_rel_name(a->relid), a->column),
+			 err_generic_string(PG_DIAG_SCHEMA_NAME, get_namespace_name(get_rel_namespace(b->relid))),
+			 err_generic_string(PG_DIAG_TABLE_NAME, table),
+			 err_generic_string(PG_DIAG_COLUMN_NAME, b->column)));
+}
+
+/*
  * Fold the changes per value. Several rows may change one value in one
  * transaction (two rows swap their values in one UPDATE): the value
  * existed before the transaction if some row's first change to it is a
  * destroy, and its final holder is the row whose last change to it is a
- * create (the latest such row). The net is a create, a destroy, or, when
+ * create. The net is a create, a destroy, or, when
  * it existed and still exists, a replace carrying the holder's subject and
- * source. Order of first appearance is kept.
+ * source. Two rows that both end holding it are a unique violation. Order
+ * of first appearance is kept.
  */
 static List *
 cell_fold(List *changes)
@@ -256,9 +290,12 @@ cell_fold(List *changes)
 
 			if (!r->first->create)
 				net->existed = true;
-			/* the latest create among the rows that end holding it */
-			if (r->last->create && (holder == NULL || r->last_pos > holder->last_pos))
-				holder = r;
+			if (!r->last->create)
+				continue;
+			/* one claim cannot stand for two rows */
+			if (holder != NULL)
+				cell_raise_duplicate(holder->last, r->last);
+			holder = r;
 		}
 		if (holder != NULL)
 			net->last = holder->last;
@@ -266,6 +303,149 @@ cell_fold(List *changes)
 		net->rows = NIL;
 	}
 	return nets;
+}
+
+/*
+ * Whether a plain unique index on the one column enforces what
+ * cell_check_local_holders would look for (a value is never held by two
+ * rows of the table): valid, not partial, not on an expression.
+ */
+static bool
+cell_unique_index_on(Relation rel, AttrNumber attnum)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index idx;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		idx = (Form_pg_index) GETSTRUCT(tup);
+		if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == 1 &&
+			idx->indkey.values[0] == attnum &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+			found = true;
+		ReleaseSysCache(tup);
+		if (found)
+			break;
+	}
+	list_free(indexes);
+	return found;
+}
+
+/*
+ * The query counting the rows of a claimed column that hold a value ($1,
+ * its claimed text), planned for this transaction; NULL when a unique index
+ * makes it needless. It looks with the column type's equality (an index
+ * on the column serves it) and compares the claimed text byte for byte.
+ */
+static SPIPlanPtr
+cell_holders_plan(Oid relid, const char *column)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	AttrNumber	attnum = get_attnum(relid, column);
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
+	const char *qcol = quote_identifier(column);
+	StringInfoData sql;
+	SPIPlanPtr	plan = NULL;
+	Oid			argtype = TEXTOID;
+
+	if (!cell_unique_index_on(rel, attnum))
+	{
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM ONLY %s t WHERE ",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													RelationGetRelationName(rel)));
+		if (OidIsValid(tc->eq_opr))
+		{
+			HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
+			Form_pg_operator op;
+
+			if (!HeapTupleIsValid(tup))
+				elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+			op = (Form_pg_operator) GETSTRUCT(tup);
+			appendStringInfo(&sql, "t.%s OPERATOR(%s.%s) CAST($1 AS %s) AND ", qcol,
+							 quote_identifier(get_namespace_name(op->oprnamespace)),
+							 NameStr(op->oprname),
+							 format_type_extended(att->atttypid, att->atttypmod,
+												  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+			ReleaseSysCache(tup);
+		}
+		appendStringInfo(&sql, "CAST(t.%s AS pg_catalog.text) COLLATE pg_catalog.\"C\""
+						 " OPERATOR(pg_catalog.=) $1", qcol);
+		plan = SPI_prepare(sql.data, 1, &argtype);
+		if (plan == NULL)
+			elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql.data,
+				 SPI_result_code_string(SPI_result));
+	}
+	table_close(rel, NoLock);
+	return plan;
+}
+
+/*
+ * Raise 23505 when a value this transaction claims is held by another row
+ * of its column too: a row written before the column was claimed, with the
+ * triggers off, or earlier in this transaction. A unique index on the
+ * column already forbids that; without one the table is searched (inside
+ * SPI_connect, as the extension's owner).
+ */
+static void
+cell_check_local_holders(List *nets)
+{
+	List	   *columns = NIL;	/* CellChange per claimed column seen */
+	List	   *plans = NIL;
+	ListCell   *lc;
+
+	foreach(lc, nets)
+	{
+		CellChange *c = ((CellNet *) lfirst(lc))->last;
+		SPIPlanPtr	plan = NULL;
+		bool		found = false;
+		ListCell   *lc2;
+		Datum		arg;
+		int			ret;
+		bool		isnull;
+
+		if (!c->create)
+			continue;
+		foreach(lc2, columns)
+		{
+			CellChange *k = lfirst(lc2);
+
+			if (k->relid == c->relid && strcmp(k->column, c->column) == 0)
+			{
+				plan = list_nth(plans, foreach_current_index(lc2));
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+		{
+			plan = cell_holders_plan(c->relid, c->column);
+			columns = lappend(columns, c);
+			plans = lappend(plans, plan);
+		}
+		if (plan == NULL)
+			continue;
+		arg = CStringGetTextDatum(c->value);
+		ret = SPI_execute_plan(plan, &arg, NULL, true, 1);
+		if (ret != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "claims_cell: looking for rows holding a claimed value failed: %s",
+				 SPI_result_code_string(ret));
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 1)
+			cell_raise_duplicate(c, c);
+	}
+	foreach(lc, plans)
+	{
+		if (lfirst(lc) != NULL)
+			SPI_freeplan(lfirst(lc));
+	}
 }
 
 /* Append a JSON string. */
@@ -464,8 +644,8 @@ cell_raise_refusal(List *nets, const CellCallResult *r, int64 cell_id)
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("value \"%s\" of column \"%s\" of table \"%s\" is under another lease at the claims store",
 							c->value, c->column, table),
-					 errdetail("Key (%s)=(%s) is being claimed or released by another transaction: %s.",
-							   c->column, c->value, r->detail ? r->detail : cell_label(c)),
+					 errdetail("Key (%s)=(%s) is being claimed or released by another transaction: %s",
+							   c->column, c->value, r->detail ? r->detail : psprintf("%s.", cell_label(c))),
 					 errhint("Nothing was claimed; try again later."),
 					 err_generic_string(PG_DIAG_SCHEMA_NAME, schema),
 					 err_generic_string(PG_DIAG_TABLE_NAME, table),
@@ -524,6 +704,38 @@ cell_flush_done_leases(void)
 }
 
 /*
+ * Accept the store's answer to a lease's claims_begin_update that was not
+ * a refusal, or raise (ABORT then rolls back what may exist). An answer
+ * that came only after a try was given up is in doubt, never a lease: the
+ * store may have ended that try's wait for its synchronous standby when
+ * it was cancelled, and answered the repeat from work a failover can lose.
+ */
+static void
+cell_lease_confirm(CellLease *lease, const CellCallResult *r)
+{
+	if (r->status != CELL_CALL_OK)
+	{
+		/* a lease may exist only if a request left */
+		lease->sent = lease->in_doubt = r->sent;
+		cell_raise_unreachable(r);
+	}
+	if (r->abandoned)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("the claims store at %s answered lease %s only after a try was given up",
+						cell_server_label(), lease->uuid),
+				 errdetail("The abandoned try may not be durable at the store; the lease is rolled back."),
+				 errhint("Nothing was claimed; retry.")));
+	lease->in_doubt = false;
+	if (r->value == NULL || strstr(r->value, lease->uuid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store answered with another lease than %s", lease->uuid),
+				 errdetail("Answer: %s", r->value ? r->value : "NULL")));
+	lease->taken = true;
+}
+
+/*
  * Take one lease on a list of folded values at the store, then record it
  * locally (as the extension's owner). Raises when the store refuses: the
  * abort rolls back every lease taken before.
@@ -547,25 +759,10 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 	if (r.status == CELL_CALL_REMOTE_ERROR)
 	{
 		/* a refusal leaves no lease, unless an abandoned first try still runs */
-		lease->sent = lease->in_doubt = (r.tries > 1);
+		lease->sent = lease->in_doubt = r.abandoned;
 		cell_raise_refusal(nets, &r, cell_id);
 	}
-	if (r.status != CELL_CALL_OK)
-	{
-		/* a lease may exist only if a request left: ABORT rolls it back */
-		lease->sent = lease->in_doubt = r.sent;
-		cell_raise_unreachable(&r);
-	}
-	lease->in_doubt = (r.tries > 1);
-	if (r.value == NULL || strstr(r.value, lease->uuid) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("the claims store answered with another lease than %s", lease->uuid),
-				 errdetail("Answer: %s", r.value ? r.value : "NULL")));
-	lease->taken = true;
-	if (r.tries > 1)
-		ereport(LOG,
-				(errmsg("claims_cell: lease %s taken on the second try", lease->uuid)));
+	cell_lease_confirm(lease, &r);
 	cell_record_lease(lease, &uuid, owner, save_user, save_sec);
 }
 
@@ -637,24 +834,13 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, r);
 	if (r->status == CELL_CALL_REMOTE_ERROR)
 	{
-		lease->sent = lease->in_doubt = (r->tries > 1);
+		lease->sent = lease->in_doubt = r->abandoned;
 		cell_stats_count(strcmp(r->sqlstate, "23505") == 0 ? CELL_STAT_CONFLICTS_PERMANENT :
 						 strcmp(r->sqlstate, "55P03") == 0 ? CELL_STAT_CONFLICTS_TEMPORARY :
 						 CELL_STAT_REFUSALS);
 		return false;
 	}
-	if (r->status != CELL_CALL_OK)
-	{
-		lease->sent = lease->in_doubt = r->sent;
-		cell_raise_unreachable(r);
-	}
-	lease->in_doubt = (r->tries > 1);
-	if (r->value == NULL || strstr(r->value, lease->uuid) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("the claims store answered with another lease than %s", lease->uuid),
-				 errdetail("Answer: %s", r->value ? r->value : "NULL")));
-	lease->taken = true;
+	cell_lease_confirm(lease, r);
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
@@ -728,7 +914,8 @@ cell_pre_commit(void)
 
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SPI_connect();
-	/* no statement is running at PRE_COMMIT: SPI needs a snapshot */
+	/* SPI needs a snapshot at PRE_COMMIT, one that sees the last statement */
+	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* the SQL below runs as the owner: no name may resolve in the user's schemas */
 	save_nestlevel = NewGUCNestLevel();
@@ -756,6 +943,7 @@ cell_pre_commit(void)
 				 errhint("Call claims_cell.configure(server_name, cell_id) first.")));
 	server_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	cell_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	cell_check_local_holders(nets);
 	SetUserIdAndSecContext(save_user, save_sec);
 
 	cell_conn_prepare(cell_server_oid(server_name, false));
@@ -796,7 +984,11 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 		cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
 				  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
 				  2, params, false, &r);
-		if (r.status == CELL_CALL_OK)
+		if (r.status == CELL_CALL_OK && commit && r.abandoned)
+			ereport(LOG,
+					(errmsg("claims_cell: lease %s committed at the claims store only after a try was given up; reconcile() commits it again",
+							cell_lease)));
+		else if (r.status == CELL_CALL_OK)
 		{
 			cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
 			/* the worker deletes the local row, or this backend's next transaction */
@@ -804,6 +996,11 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 			{
 				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
+				if (list_length(cell_done_leases) >= CELL_DONE_MAX)
+				{
+					pfree(linitial(cell_done_leases));
+					cell_done_leases = list_delete_first(cell_done_leases);
+				}
 				cell_done_leases = lappend(cell_done_leases, pstrdup(cell_lease));
 				MemoryContextSwitchTo(old);
 			}
@@ -875,6 +1072,9 @@ cell_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			cell_pre_commit();
+			/* the store must never hold a lease of a commit a crash can lose */
+			if (cell_leases != NIL)
+				ForceSyncCommit();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (cell_has_pending())
