@@ -76,7 +76,7 @@ claims_cell_configure(PG_FUNCTION_ARGS)
 	SPI_connect();
 	cell_spi("INSERT INTO claims_cell.configuration (server_name, cell_id) VALUES ($1, $2)"
 			 " ON CONFLICT (singleton) DO UPDATE SET server_name = excluded.server_name,"
-			 " cell_id = excluded.cell_id, updated_at = now()",
+			 " cell_id = excluded.cell_id, updated_at = pg_catalog.now()",
 			 2, types, values, SPI_OK_INSERT);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -163,7 +163,8 @@ cell_trigger_exists(Oid relid, const char *name)
 	Oid			types[2] = {OIDOID, TEXTOID};
 	Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(name)};
 
-	cell_spi("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = $2",
+	cell_spi("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1"
+			 " AND tgname OPERATOR(pg_catalog.=) $2",
 			 2, types, values, SPI_OK_SELECT);
 	return SPI_processed > 0;
 }
@@ -234,12 +235,12 @@ cell_resolve_types(const char *bucket, const char *subject, const char *source,
 	char	   *p;
 
 	cell_call("SELECT pg_catalog.concat_ws(E'\\t',"
-			  " coalesce((SELECT b.name || ':' || b.integer_valued FROM %s.claim_bucket_types b"
-			  "   WHERE b.name = $1 OR $1 = ANY (b.aliases)), '-'),"
+			  " coalesce((SELECT b.name OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) b.integer_valued::pg_catalog.text FROM %s.claim_bucket_types b"
+			  "   WHERE b.name OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) ANY (b.aliases)), '-'),"
 			  " coalesce((SELECT t.name FROM %s.claim_subject_types t"
-			  "   WHERE t.name = $2 OR $2 = ANY (t.aliases)), '-'),"
+			  "   WHERE t.name OPERATOR(pg_catalog.=) $2 OR $2 OPERATOR(pg_catalog.=) ANY (t.aliases)), '-'),"
 			  " coalesce((SELECT t.name FROM %s.claim_source_types t"
-			  "   WHERE t.name = $3 OR $3 = ANY (t.aliases)), '-'))",
+			  "   WHERE t.name OPERATOR(pg_catalog.=) $3 OR $3 OPERATOR(pg_catalog.=) ANY (t.aliases)), '-'))",
 			  3, params, true, &r);
 	if (r.status == CELL_CALL_REMOTE_ERROR)
 		cell_raise_remote(&r, "could not read the registries of the claims store");
@@ -345,7 +346,8 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	SPI_connect();
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int16GetDatum(attnum);
-	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name = $1 AND attnum = $2",
+	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1"
+			 " AND attnum OPERATOR(pg_catalog.=) $2",
 			 2, types, values, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
@@ -353,7 +355,7 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 errmsg("column \"%s\" of table \"%s\" is already claimed",
 						column, RelationGetRelationName(rel)),
 				 errhint("Use claims_cell.set_claiming to pause or resume it, claims_cell.unclaim_column to stop.")));
-	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name = $1",
+	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1",
 			 1, types, values, SPI_OK_SELECT);
 	first_column = SPI_processed == 0;
 	trigger = cell_trigger_name(relid, column, attnum);
@@ -445,8 +447,9 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 	enabled = PG_GETARG_BOOL(2);
 	SPI_connect();
 	trigger = cell_find_claimed(relid, column,
-								"UPDATE claims_cell.claimed_attributes SET enabled = $3, updated_at = now()"
-								" WHERE table_name = $1 AND attnum = $2 RETURNING trigger_name",
+								"UPDATE claims_cell.claimed_attributes SET enabled = $3, updated_at = pg_catalog.now()"
+								" WHERE table_name OPERATOR(pg_catalog.=) $1 AND attnum OPERATOR(pg_catalog.=) $2"
+								" RETURNING trigger_name",
 								3, BoolGetDatum(enabled));
 	sql = psprintf("ALTER TABLE %s %s TRIGGER %s",
 				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
@@ -480,12 +483,13 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	SPI_connect();
 	trigger = cell_find_claimed(relid, column,
 								"DELETE FROM claims_cell.claimed_attributes"
-								" WHERE table_name = $1 AND attnum = $2 RETURNING trigger_name",
+								" WHERE table_name OPERATOR(pg_catalog.=) $1 AND attnum OPERATOR(pg_catalog.=) $2"
+								" RETURNING trigger_name",
 								2, (Datum) 0);
 	cell_spi(psprintf("DROP TRIGGER IF EXISTS %s ON %s", quote_identifier(trigger), qualified),
 			 0, NULL, NULL, SPI_OK_UTILITY);
 	values[0] = ObjectIdGetDatum(relid);
-	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name = $1",
+	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1",
 			 1, types, values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_truncate ON %s", qualified),
