@@ -11,3 +11,31 @@ ALTER FUNCTION @extschema@.claim_column(regclass, name, text, text, name, text)
     SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION @extschema@.set_claiming(regclass, name, boolean) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION @extschema@.unclaim_column(regclass, name) SET search_path = pg_catalog, pg_temp;
+
+-- stats gains the destroys of values the store did not hold: a row going
+-- away releases what the store holds and counts the rest as drift
+DROP VIEW @extschema@.stats;
+DROP FUNCTION @extschema@.stats();
+
+CREATE FUNCTION @extschema@.stats(
+    OUT scope text, OUT calls bigint, OUT begin_updates bigint, OUT commits bigint,
+    OUT rollbacks bigint, OUT conflicts_permanent bigint, OUT conflicts_temporary bigint,
+    OUT refusals bigint, OUT failures bigint, OUT timeouts bigint, OUT breaker_rejections bigint,
+    OUT breaker_state text, OUT in_flight integer, OUT avg_latency_ms double precision,
+    OUT max_latency_ms double precision,
+    OUT reconcile_passes bigint, OUT reconcile_committed bigint,
+    OUT reconcile_rolled_back bigint, OUT reconcile_orphans_deleted bigint,
+    OUT last_reconcile timestamptz,
+    OUT verify_runs bigint, OUT verify_missing bigint, OUT verify_extra bigint,
+    OUT verify_drifted bigint, OUT verify_repaired bigint, OUT last_verify timestamptz,
+    OUT unclaimed_destroys bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'claims_cell_stats'
+LANGUAGE C VOLATILE;
+
+CREATE VIEW @extschema@.stats AS SELECT * FROM @extschema@.stats();
+
+REVOKE ALL ON FUNCTION @extschema@.stats() FROM PUBLIC;
+REVOKE ALL ON @extschema@.stats FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.stats() TO pg_monitor;
+GRANT SELECT ON @extschema@.stats TO pg_monitor;

@@ -154,6 +154,8 @@ typedef enum CellStat
 	CELL_STAT_VERIFY_EXTRA,
 	CELL_STAT_VERIFY_DRIFTED,
 	CELL_STAT_VERIFY_REPAIRED,
+	/* destroys of values the store did not hold (1.4) */
+	CELL_STAT_UNCLAIMED_DESTROYS,
 	CELL_STAT_COUNT
 } CellStat;
 

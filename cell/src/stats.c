@@ -46,9 +46,11 @@ claims_cell_stats(PG_FUNCTION_ARGS)
 	nulls[i] = (s.last_reconcile == 0);
 	values[i++] = TimestampTzGetDatum(s.last_reconcile);
 	/* 1.3: the background worker's verifications */
-	for (int k = CELL_STAT_VERIFY_RUNS; k < CELL_STAT_COUNT; k++)
+	for (int k = CELL_STAT_VERIFY_RUNS; k <= CELL_STAT_VERIFY_REPAIRED; k++)
 		values[i++] = Int64GetDatum((int64) s.counters[k]);
 	nulls[i] = (s.last_verify == 0);
 	values[i++] = TimestampTzGetDatum(s.last_verify);
+	/* 1.4: destroys of values the store did not hold */
+	values[i++] = Int64GetDatum((int64) s.counters[CELL_STAT_UNCLAIMED_DESTROYS]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

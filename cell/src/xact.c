@@ -736,34 +736,83 @@ cell_lease_confirm(CellLease *lease, const CellCallResult *r)
 }
 
 /*
+ * After a P0002 refusal: drop from nets the destroys of values the store
+ * says it does not hold ("{TYPE=value} (not claimed)" in its detail), with
+ * a WARNING and a count each; a replace of such a value becomes a create.
+ * A row going away must not fail on a claim that never existed (a row
+ * written with the triggers off, or restored); verify() reports the rest.
+ * Returns whether anything was dropped.
+ */
+static bool
+cell_drop_unclaimed(List **nets, const char *detail)
+{
+	bool		dropped = false;
+	ListCell   *lc;
+
+	foreach(lc, *nets)
+	{
+		CellNet    *n = lfirst(lc);
+		char	   *fault;
+
+		if (!n->existed)
+			continue;
+		fault = psprintf("%s (not claimed)", cell_label(n->last));
+		if (strstr(detail, fault) == NULL)
+			continue;
+		ereport(WARNING,
+				(errmsg("claims_cell: value \"%s\" of column \"%s\" of table \"%s\" was not claimed at the claims store",
+						n->last->value, n->last->column, get_rel_name(n->last->relid)),
+				 errdetail("The row released a value the store does not hold for this cell; claims_cell.verify() reports such drift.")));
+		cell_stats_count(CELL_STAT_UNCLAIMED_DESTROYS);
+		n->existed = false;
+		if (!n->last->create)
+			*nets = foreach_delete_current(*nets, lc);
+		dropped = true;
+	}
+	return dropped;
+}
+
+/*
  * Take one lease on a list of folded values at the store, then record it
  * locally (as the extension's owner). Raises when the store refuses: the
- * abort rolls back every lease taken before.
+ * abort rolls back every lease taken before. Destroys of values the store
+ * does not hold are dropped and the rest asked for again.
  */
 static void
 cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_sec)
 {
-	pg_uuid_t	uuid;
-	CellLease  *lease = cell_new_lease(&uuid);
-	int			ncreates,
-				ndestroys;
-	char	   *request = cell_request(nets, cell_id, lease->uuid, &ncreates, &ndestroys);
-	CellCallResult r;
-	const char *params[1];
-
-	lease->sent = true;
-	lease->in_doubt = true;		/* until the store answers: a cancel leaves it so */
-	params[0] = request;
-	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
-	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
-	if (r.status == CELL_CALL_REMOTE_ERROR)
+	for (;;)
 	{
-		/* a refusal leaves no lease, unless an abandoned first try still runs */
-		lease->sent = lease->in_doubt = r.abandoned;
-		cell_raise_refusal(nets, &r, cell_id);
+		pg_uuid_t	uuid;
+		CellLease  *lease = cell_new_lease(&uuid);
+		int			ncreates,
+					ndestroys;
+		char	   *request = cell_request(nets, cell_id, lease->uuid, &ncreates, &ndestroys);
+		CellCallResult r;
+		const char *params[1];
+
+		lease->sent = true;
+		lease->in_doubt = true; /* until the store answers: a cancel leaves it so */
+		params[0] = request;
+		cell_stats_count(CELL_STAT_BEGIN_UPDATES);
+		cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
+		if (r.status == CELL_CALL_REMOTE_ERROR)
+		{
+			/* a refusal leaves no lease, unless an abandoned first try still runs */
+			lease->sent = lease->in_doubt = r.abandoned;
+			if (!r.abandoned && strcmp(r.sqlstate, "P0002") == 0 && r.detail != NULL &&
+				cell_drop_unclaimed(&nets, r.detail))
+			{
+				if (nets == NIL)
+					return;
+				continue;
+			}
+			cell_raise_refusal(nets, &r, cell_id);
+		}
+		cell_lease_confirm(lease, &r);
+		cell_record_lease(lease, &uuid, owner, save_user, save_sec);
+		return;
 	}
-	cell_lease_confirm(lease, &r);
-	cell_record_lease(lease, &uuid, owner, save_user, save_sec);
 }
 
 /*

@@ -136,6 +136,28 @@ is($st, '00000', 'padding the same value changes nothing');
 is($st, '00000', 'the row is deleted') or diag($err);
 is(owners('SHA256:ab'), '', 'and its claim released');
 
+# --- A row whose value the store does not hold (written with the triggers
+# off) goes away: what the store holds is released, the rest counted as
+# drift with a WARNING, and the transaction commits.
+$node->safe_psql('cell1', q{
+SET session_replication_role = replica;
+INSERT INTO users VALUES (30, 'ghost1'), (31, 'ghost2'), (32, 'ghost3');
+});
+$node->safe_psql('cell1', q{INSERT INTO users VALUES (33, 'real')});
+($st, $out, $err) = sql_state($node, 'cell1', q{DELETE FROM users WHERE id IN (30, 33)});
+is($st, '00000', 'deleting a row whose value was never claimed commits') or diag($err);
+like($err, qr/WARNING:.*value "ghost1" of column "username" of table "users" was not claimed at the claims store/,
+	'with a WARNING naming the value');
+is(owners('real'), '', 'the claim the store held is released in the same transaction');
+($st, $out, $err) = sql_state($node, 'cell1', q{UPDATE users SET username = 'ghost2-new' WHERE id = 31});
+is($st, '00000', 'renaming such a row commits') or diag($err);
+is(owners('ghost2-new'), '1:000000000000001f', 'and claims the new value');
+($st, $out, $err) = sql_state($node, 'cell1', q{UPDATE users SET id = 35 WHERE id = 32});
+is($st, '00000', 'moving such a row to a new key commits') or diag($err);
+is(owners('ghost3'), '1:0000000000000023', 'and its value is claimed for the new key');
+is($node->safe_psql('cell1', q{SELECT unclaimed_destroys FROM claims_cell.stats}), '3',
+	'claims_cell.stats counts the three destroys the store did not hold');
+
 # --- 55P03: one sentence, one full stop.
 $node->safe_psql('cell1', q{INSERT INTO users VALUES (20, 'busy')});
 my $lease = $store->safe_psql('postgres', q{
