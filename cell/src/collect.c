@@ -33,6 +33,7 @@
 
 PG_FUNCTION_INFO_V1(claims_cell_collect);
 PG_FUNCTION_INFO_V1(claims_cell_refuse_truncate);
+PG_FUNCTION_INFO_V1(claims_cell_changed_in_transaction);
 
 #define CELL_TRIGGER_NARGS 7
 
@@ -447,4 +448,22 @@ claims_cell_refuse_truncate(PG_FUNCTION_ARGS)
 			 errdetail("TRUNCATE would leave the values of its rows claimed at the claims store."),
 			 errhint("Delete the rows instead, or stop claiming with claims_cell.unclaim_column first.")));
 	PG_RETURN_NULL();
+}
+
+/*
+ * claims_cell.changed_in_transaction(table regclass): whether the current
+ * transaction changed claimed values of the table (claimed at its COMMIT).
+ */
+Datum
+claims_cell_changed_in_transaction(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ListCell   *lc;
+
+	foreach(lc, cell_pending)
+	{
+		if (((CellChange *) lfirst(lc))->relid == relid)
+			PG_RETURN_BOOL(true);
+	}
+	PG_RETURN_BOOL(false);
 }

@@ -158,6 +158,27 @@ is(owners('ghost3'), '1:0000000000000023', 'and its value is claimed for the new
 is($node->safe_psql('cell1', q{SELECT unclaimed_destroys FROM claims_cell.stats}), '3',
 	'claims_cell.stats counts the three destroys the store did not hold');
 
+# --- verify() in a transaction that wrote the table: refused, since its
+# rows are claimed only at COMMIT (it counted them missing, and a repair
+# claimed them before the COMMIT claimed them again).
+($st, $out, $err) = sql_state($node, 'cell1', q{
+BEGIN;
+INSERT INTO users VALUES (40, 'mine');
+SELECT * FROM claims_cell.verify('users', repair => true);
+COMMIT;
+});
+is($st, '0A000', 'verify() of a table the transaction changed is refused');
+like($err, qr/cannot verify table public.users in a transaction that changed its claimed values/, 'saying why');
+($st, $out, $err) = sql_state($node, 'cell1', q{
+BEGIN;
+INSERT INTO keys VALUES (40, 'mine', 40);
+COMMIT;
+SET claims_cell.verify_recent = 0;
+SELECT * FROM claims_cell.verify('keys');
+});
+is($st, '00000', 'after COMMIT verify() runs');
+like($out, qr/^0\|0\|0\|0\|0$/m, 'and finds the row claimed') or diag($out);
+
 # --- 55P03: one sentence, one full stop.
 $node->safe_psql('cell1', q{INSERT INTO users VALUES (20, 'busy')});
 my $lease = $store->safe_psql('postgres', q{
