@@ -11,6 +11,8 @@
 
 #include "postgres.h"
 
+#include "library_local.h"
+
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -236,7 +238,7 @@ extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);
 
 /* uuid7.c: time-ordered identifiers */
-extern void claims_uuid7_fill(pg_uuid_t *out, int n);
+extern CLAIMS_LIBRARY_LOCAL void claims_uuid7_fill(pg_uuid_t *out, int n);
 
 /* claims.c: checks shared by the API functions */
 extern void claims_check_writable(const char *function);

@@ -12,6 +12,8 @@
 
 #include "postgres.h"
 
+#include "../../src/library_local.h"
+
 #include "access/htup.h"
 #include "access/xact.h"
 #include "fmgr.h"
@@ -183,6 +185,6 @@ extern void cell_stats_read(CellStatsSnapshot *snap);
 extern bool cell_breaker_is_shared(void);
 
 /* uuid7.c (shared with the store) */
-extern void claims_uuid7_fill(pg_uuid_t *out, int n);
+extern CLAIMS_LIBRARY_LOCAL void claims_uuid7_fill(pg_uuid_t *out, int n);
 
 #endif							/* CLAIMS_CELL_H */
