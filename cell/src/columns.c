@@ -73,7 +73,8 @@ claims_cell_configure(PG_FUNCTION_ARGS)
 
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = Int64GetDatum(cell_id);
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
 	cell_spi("INSERT INTO claims_cell.configuration (server_name, cell_id) VALUES ($1, $2)"
 			 " ON CONFLICT (singleton) DO UPDATE SET server_name = excluded.server_name,"
 			 " cell_id = excluded.cell_id, updated_at = pg_catalog.now()",
@@ -343,7 +344,8 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										   RelationGetRelationName(rel));
 
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int16GetDatum(attnum);
 	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1"
@@ -445,7 +447,8 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 	relid = PG_GETARG_OID(0);
 	column = NameStr(*PG_GETARG_NAME(1));
 	enabled = PG_GETARG_BOOL(2);
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
 	trigger = cell_find_claimed(relid, column,
 								"UPDATE claims_cell.claimed_attributes SET enabled = $3, updated_at = pg_catalog.now()"
 								" WHERE table_name OPERATOR(pg_catalog.=) $1 AND attnum OPERATOR(pg_catalog.=) $2"
@@ -480,7 +483,8 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	column = NameStr(*PG_GETARG_NAME(1));
 	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 										   get_rel_name(relid));
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
 	trigger = cell_find_claimed(relid, column,
 								"DELETE FROM claims_cell.claimed_attributes"
 								" WHERE table_name OPERATOR(pg_catalog.=) $1 AND attnum OPERATOR(pg_catalog.=) $2"

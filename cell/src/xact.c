@@ -962,7 +962,8 @@ cell_pre_commit(void)
 	nets = claims ? cell_fold(cell_pending_changes()) : NIL;
 
 	GetUserIdAndSecContext(&save_user, &save_sec);
-	SPI_connect();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
 	/* SPI needs a snapshot at PRE_COMMIT, one that sees the last statement */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
