@@ -74,3 +74,10 @@ BEGIN
     RETURN NEXT;
 END
 $$;
+
+-- A lease's row keeps the request that took it: should the store lose the
+-- lease (a failover to a standby that had not received it), reconcile()
+-- claims the committed rows' values again from it.
+ALTER TABLE @extschema@.outstanding_leases ADD COLUMN request jsonb;
+COMMENT ON COLUMN @extschema@.outstanding_leases.request IS
+    'The claims_begin_update request of the lease (NULL for fences and rows written before 1.4)';

@@ -103,14 +103,13 @@ static int	cell_done_flushing = 0;
 enum
 {
 	CELL_STMT_DELETE_DONE,
-	CELL_STMT_INSERT_LEASE,
 	CELL_STMT_CONFIGURATION,
 	CELL_NSTMTS
 };
 static SPIPlanPtr cell_stmts[CELL_NSTMTS];
 
-static void cell_record_lease(CellLease *lease, pg_uuid_t *uuid, Oid owner, Oid save_user,
-							  int save_sec);
+static void cell_record_lease(CellLease *lease, pg_uuid_t *uuid, const char *request,
+							  Oid owner, Oid save_user, int save_sec);
 static void cell_finish_lease(CellLease *lease, bool commit, bool hand_off);
 
 /* Execute one of those statements (inside SPI_connect), preparing it first. */
@@ -121,11 +120,10 @@ cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
 		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY (ARRAY("
 		" SELECT l.uuid FROM claims_cell.outstanding_leases l WHERE l.uuid OPERATOR(pg_catalog.=) ANY ($1)"
 		" FOR UPDATE SKIP LOCKED))",
-		"INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1) ON CONFLICT (uuid) DO NOTHING",
 		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
 	};
-	static const Oid argtypes[CELL_NSTMTS] = {UUIDARRAYOID, UUIDOID, InvalidOid};
-	static const int nargs[CELL_NSTMTS] = {1, 1, 0};
+	static const Oid argtypes[CELL_NSTMTS] = {UUIDARRAYOID, InvalidOid};
+	static const int nargs[CELL_NSTMTS] = {1, 0};
 
 	if (cell_stmts[stmt] == NULL)
 	{
@@ -139,6 +137,44 @@ cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
 		cell_stmts[stmt] = plan;
 	}
 	return SPI_execute_plan(cell_stmts[stmt], values, NULL, read_only, count);
+}
+
+/*
+ * Insert a lease's row (inside SPI_connect, as the extension's owner) with
+ * the request that took it, which lets reconcile() claim the values again
+ * should the store lose the lease (a failover). Before the 1.4 update the
+ * table has no request column; the statement is planned once per backend.
+ */
+static int
+cell_insert_lease_row(pg_uuid_t *uuid, const char *request)
+{
+	static SPIPlanPtr plan = NULL;
+	static bool with_request = false;
+	Oid			argtypes[2] = {UUIDOID, JSONBOID};
+	Datum		args[2];
+
+	if (plan == NULL)
+	{
+		Oid			rel = get_relname_relid("outstanding_leases", get_namespace_oid("claims_cell", false));
+		const char *sql;
+
+		with_request = OidIsValid(rel) && get_attnum(rel, "request") != InvalidAttrNumber;
+		sql = with_request
+			? "INSERT INTO claims_cell.outstanding_leases (uuid, request) VALUES ($1, $2)"
+			" ON CONFLICT (uuid) DO NOTHING"
+			: "INSERT INTO claims_cell.outstanding_leases (uuid) VALUES ($1)"
+			" ON CONFLICT (uuid) DO NOTHING";
+		plan = SPI_prepare(sql, with_request ? 2 : 1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql,
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "claims_cell: keeping the plan of \"%s\" failed", sql);
+	}
+	args[0] = UUIDPGetDatum(uuid);
+	if (with_request)
+		args[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(request));
+	return SPI_execute_plan(plan, args, NULL, false, 0);
 }
 
 /* Owner of the extension's schema, who may read and write its tables. */
@@ -704,11 +740,29 @@ cell_flush_done_leases(void)
 }
 
 /*
+ * Whether what the store did before this call is as durable as a first
+ * call's answer: a transaction of its own at the store that writes WAL (a
+ * transactional logical message, which any role may emit) commits only
+ * once its synchronous standbys have all the WAL written before it. Used
+ * after an answer that came only after a try was given up: cancelling
+ * that try at the store may have ended its wait for the standby, and a
+ * repeat that finds its work done writes nothing and so waits for nothing.
+ */
+static bool
+cell_store_barrier(void)
+{
+	CellCallResult r;
+
+	cell_call("SELECT pg_catalog.pg_logical_emit_message(true, 'claims_cell', '')", 0, NULL,
+			  false, &r);
+	return r.status == CELL_CALL_OK;
+}
+
+/*
  * Accept the store's answer to a lease's claims_begin_update that was not
  * a refusal, or raise (ABORT then rolls back what may exist). An answer
- * that came only after a try was given up is in doubt, never a lease: the
- * store may have ended that try's wait for its synchronous standby when
- * it was cancelled, and answered the repeat from work a failover can lose.
+ * that came only after a try was given up is in doubt until a barrier at
+ * the store shows it durable.
  */
 static void
 cell_lease_confirm(CellLease *lease, const CellCallResult *r)
@@ -719,12 +773,12 @@ cell_lease_confirm(CellLease *lease, const CellCallResult *r)
 		lease->sent = lease->in_doubt = r->sent;
 		cell_raise_unreachable(r);
 	}
-	if (r->abandoned)
+	if (r->abandoned && !cell_store_barrier())
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("the claims store at %s answered lease %s only after a try was given up",
+				 errmsg("the claims store at %s answered lease %s only after a try was given up, and could not confirm it durable",
 						cell_server_label(), lease->uuid),
-				 errdetail("The abandoned try may not be durable at the store; the lease is rolled back."),
+				 errdetail("The abandoned try may not be durable at the store (a wait for its synchronous standby may have been cancelled); the lease is rolled back."),
 				 errhint("Nothing was claimed; retry.")));
 	lease->in_doubt = false;
 	if (r->value == NULL || strstr(r->value, lease->uuid) == NULL)
@@ -810,7 +864,7 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 			cell_raise_refusal(nets, &r, cell_id);
 		}
 		cell_lease_confirm(lease, &r);
-		cell_record_lease(lease, &uuid, owner, save_user, save_sec);
+		cell_record_lease(lease, &uuid, request, owner, save_user, save_sec);
 		return;
 	}
 }
@@ -820,9 +874,9 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
  * extension's owner (inside SPI_connect).
  */
 static void
-cell_record_lease(CellLease *lease, pg_uuid_t *uuid, Oid owner, Oid save_user, int save_sec)
+cell_record_lease(CellLease *lease, pg_uuid_t *uuid, const char *request, Oid owner,
+				  Oid save_user, int save_sec)
 {
-	Datum		arg = UUIDPGetDatum(uuid);
 	int			ret;
 
 	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
@@ -836,7 +890,7 @@ cell_record_lease(CellLease *lease, pg_uuid_t *uuid, Oid owner, Oid save_user, i
 	 * goes in. (The fence may equally come second: it then waits for this
 	 * transaction and, when it commits, commits the lease instead.)
 	 */
-	ret = cell_stmt_execute(CELL_STMT_INSERT_LEASE, &arg, false, 0);
+	ret = cell_insert_lease_row(uuid, request);
 	if (ret != SPI_OK_INSERT)
 		elog(ERROR, "claims_cell: recording lease %s failed: %s", lease->uuid,
 			 SPI_result_code_string(ret));
@@ -893,7 +947,7 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
-	cell_record_lease(lease, &uuid, owner, save_user, save_sec);
+	cell_record_lease(lease, &uuid, req.data, owner, save_user, save_sec);
 	SPI_finish();
 	strlcpy(lease_out, lease->uuid, UUID_LEN * 2 + 5);
 	return true;
@@ -1034,10 +1088,11 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 		cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
 				  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
 				  2, params, false, &r);
-		if (r.status == CELL_CALL_OK && commit && r.abandoned)
-			ereport(LOG,
-					(errmsg("claims_cell: lease %s committed at the claims store only after a try was given up; reconcile() commits it again",
-							cell_lease)));
+		if (r.status == CELL_CALL_OK && commit && r.abandoned && !cell_store_barrier())
+			ereport(WARNING,
+					(errmsg("claims_cell: lease %s was committed at the claims store only after a try was given up, and could not be confirmed durable",
+							cell_lease),
+					 errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it again.")));
 		else if (r.status == CELL_CALL_OK)
 		{
 			cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);

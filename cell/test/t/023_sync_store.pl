@@ -2,10 +2,12 @@
 # claims_begin_update the cell gives up on is cancelled at the store, which
 # ends that backend's wait for the standby ("already committed locally, but
 # might not have been replicated"); the cell's second try repeats the lease
-# uuid. An answer that came only after a try was given up is in doubt: the
-# INSERT must fail and leave no row (before, it committed, and a failover
-# then lost its claim). A lease committed only after a given-up try keeps
-# its local row for reconcile() to commit again.
+# uuid. An answer that came only after a try was given up is in doubt until
+# a barrier at the store (a transaction writing WAL, which waits for the
+# standby) shows it durable: with the standby stalled the INSERT must fail
+# and leave no row (before, it committed, and a failover then lost its
+# claim). A lease committed only after a given-up try keeps its local row
+# for reconcile() to commit again.
 use strict;
 use warnings;
 
