@@ -71,6 +71,7 @@
 #define CELL_CYCLE_LINGER_MS	1000
 #define CELL_CYCLE_GAP_MS		100
 #define CELL_CYCLE_MAX_LIFE_MS	2000
+#define CELL_VERIFY_SLICE_MS	10000
 #define CELL_UNCONFIGURED_RETRY_MS	5000
 #define CELL_FULL_SCAN_EVERY_S	3600
 #define CELL_LISTEN_RETRY_MAX_S	60
@@ -706,25 +707,22 @@ cell_cycle_reconcile(bool full_scan)
 }
 
 /*
- * Cycle: the verifications whose turn it is (claims_cell.verify_due(), a
- * slice of about 10 s), their counts logged and counted. Nothing before
- * the extension is updated to 1.3.
+ * Cycle: one step of the verifications whose turn it is: one batch of one
+ * table (claims_cell.verify_due('0')), its counts logged and counted.
+ * Returns the number of tables worked on: 0 when none is due.
  */
-static void
-cell_cycle_verify(void)
+static uint64
+cell_cycle_verify_step(void)
 {
 	int			ret;
+	uint64		nrows;
 
-	ret = SPI_execute("SELECT pg_catalog.to_regprocedure('claims_cell.verify_due(interval)') IS NOT NULL",
-					  true, 1);
-	if (ret != SPI_OK_SELECT || SPI_processed != 1 ||
-		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool){0})))
-		return;
 	ret = SPI_execute("SELECT table_name::pg_catalog.text, missing, extra, drifted, repaired,"
-					  " skipped_recent, finished FROM claims_cell.verify_due()", false, 0);
+					  " skipped_recent, finished FROM claims_cell.verify_due('0')", false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: verify_due() failed: %s", SPI_result_code_string(ret));
-	for (uint64 row = 0; row < SPI_processed; row++)
+	nrows = SPI_processed;
+	for (uint64 row = 0; row < nrows; row++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[row];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -750,6 +748,46 @@ cell_cycle_verify(void)
 							table, (long long) counts[0], (long long) counts[1],
 							(long long) counts[2], (long long) counts[3])));
 	}
+	return nrows;
+}
+
+/*
+ * Cycle: the verifications whose turn it is, for about
+ * CELL_VERIFY_SLICE_MS, one batch per transaction: between two batches the
+ * cycle yields to a command that waits to have the database alone (DROP
+ * DATABASE waits only 5 s for other sessions). Nothing before the
+ * extension is updated to 1.3.
+ */
+static void
+cell_cycle_verify(void)
+{
+	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), CELL_VERIFY_SLICE_MS);
+	int			ret;
+	bool		present;
+	uint64		worked;
+
+	cell_cycle_begin("claims_cell: verify");
+	ret = SPI_execute("SELECT pg_catalog.to_regprocedure('claims_cell.verify_due(interval)') IS NOT NULL",
+					  true, 1);
+	present = ret == SPI_OK_SELECT && SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool){0}));
+	cell_cycle_end();
+	if (!present)
+		return;
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (claims_bgw_database_wanted(MyDatabaseId))
+		{
+			ereport(DEBUG1,
+					(errmsg("claims_cell: verification paused: another session waits for database \"%s\"",
+							get_database_name(MyDatabaseId))));
+			return;
+		}
+		cell_cycle_begin("claims_cell: verify");
+		worked = cell_cycle_verify_step();
+		cell_cycle_end();
+	} while (worked > 0 && GetCurrentTimestamp() < end);
 }
 
 /* Cycle exit: backends wake the launcher again. */
@@ -817,9 +855,7 @@ claims_cell_cycle_main(Datum main_arg)
 			cell_cycle_begin("claims_cell: reconcile");
 			cell_cycle_reconcile(args.full_scan);
 			cell_cycle_end();
-			cell_cycle_begin("claims_cell: verify");
 			cell_cycle_verify();
-			cell_cycle_end();
 			continue;
 		}
 		if (claims_bgw_database_wanted(MyDatabaseId))
