@@ -780,8 +780,7 @@ cell_cycle_verify(void)
 		if (claims_bgw_database_wanted(MyDatabaseId))
 		{
 			ereport(DEBUG1,
-					(errmsg("claims_cell: verification paused: another session waits for database \"%s\"",
-							get_database_name(MyDatabaseId))));
+					(errmsg("claims_cell: verification paused: another session waits for the database")));
 			return;
 		}
 		cell_cycle_begin("claims_cell: verify");
