@@ -6,19 +6,34 @@
  *	  commit or roll back one lease reporting the store's answer instead of
  *	  raising, so one failed lease does not stop a pass. Both go through
  *	  the backend's connection, deadline and circuit breaker
- *	  (connection.c).
+ *	  (connection.c). And the transactions a fence waits for: the virtual
+ *	  transaction ids running when it was placed, and whether they ended.
  *
  *-------------------------------------------------------------------------
  */
 #include "claims_cell.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(claims_cell_store_list_leases);
 PG_FUNCTION_INFO_V1(claims_cell_store_finish_lease);
 PG_FUNCTION_INFO_V1(claims_cell_reconcile_settings);
+PG_FUNCTION_INFO_V1(claims_cell_running_transactions);
+PG_FUNCTION_INFO_V1(claims_cell_transactions_ended);
+
+/* The proc number (17) or backend id (15, 16) of a virtual transaction id. */
+#if PG_VERSION_NUM >= 170000
+#define CELL_VXID_PROC(vxid)	((vxid).procNumber)
+#else
+#define CELL_VXID_PROC(vxid)	((vxid).backendId)
+#endif
 
 /*
  * store_list_leases(server name, request jsonb) returns jsonb: one page of
@@ -105,4 +120,66 @@ claims_cell_reconcile_settings(PG_FUNCTION_ARGS)
 	values[1] = cell_seconds(cell_orphan_after_s);
 	values[2] = cell_seconds(cell_cleanup_after_s);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * running_transactions() returns text[]: the virtual transaction ids
+ * ("proc/local id", as pg_locks shows them) of every transaction running in
+ * this database but the caller's, read from the proc array: unlike
+ * pg_stat_activity, it shows every session whatever its role, its
+ * track_activities or its kind (background workers too).
+ */
+Datum
+claims_cell_running_transactions(PG_FUNCTION_ARGS)
+{
+	VirtualTransactionId *vxids;
+	Datum	   *elems;
+	int			n;
+
+	/* vacuum and autovacuum run no triggers: they cannot take a lease */
+	vxids = GetCurrentVirtualXIDs(InvalidTransactionId, false, false,
+								  PROC_IN_VACUUM | PROC_IS_AUTOVACUUM, &n);
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		elems[i] = CStringGetTextDatum(psprintf("%d/%u", (int) CELL_VXID_PROC(vxids[i]),
+												vxids[i].localTransactionId));
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * transactions_ended(vxids text[]) returns boolean: whether every one of
+ * the virtual transactions (as running_transactions() gives them) has
+ * ended. Tested on their virtual transaction id locks without waiting, as
+ * CREATE INDEX CONCURRENTLY waits for older transactions.
+ */
+Datum
+claims_cell_transactions_ended(PG_FUNCTION_ARGS)
+{
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(0);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		VirtualTransactionId vxid;
+		char	   *txt;
+		int			proc;
+		unsigned int lxid;
+		char		extra;
+
+		if (nulls[i])
+			continue;
+		txt = TextDatumGetCString(elems[i]);
+		if (sscanf(txt, "%d/%u%c", &proc, &lxid, &extra) != 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid virtual transaction id \"%s\"", txt)));
+		CELL_VXID_PROC(vxid) = proc;
+		vxid.localTransactionId = lxid;
+		if (VirtualTransactionIdIsValid(vxid) && !VirtualXactLock(vxid, false))
+			PG_RETURN_BOOL(false);
+	}
+	PG_RETURN_BOOL(true);
 }

@@ -14,8 +14,11 @@
  * the queue holds work, it starts a cycle worker (a dynamic background
  * worker) in claims_cell.database and waits for it. The cycle drains the
  * queue, runs reconcile() when asked, keeps draining while work keeps
- * coming and exits after CELL_CYCLE_LINGER_MS without any, or at once when
- * a command waits to have the database alone.
+ * coming and exits after CELL_CYCLE_LINGER_MS without any, at once when
+ * a command waits to have the database alone, and in any case when the
+ * next pass is due or it has run for CELL_CYCLE_MAX_LIFE_MS: under steady
+ * commits the launcher still gets its turn to start passes, to read the
+ * store's notifications and to reload its settings.
  *
  * The launcher cannot read the catalogs of the cell's database, so every
  * cycle publishes the store's connection options (server and user mapping
@@ -67,6 +70,8 @@
 #define CELL_DRAIN_BATCH		1000
 #define CELL_CYCLE_LINGER_MS	1000
 #define CELL_CYCLE_GAP_MS		100
+#define CELL_CYCLE_MAX_LIFE_MS	2000
+#define CELL_VERIFY_SLICE_MS	10000
 #define CELL_UNCONFIGURED_RETRY_MS	5000
 #define CELL_FULL_SCAN_EVERY_S	3600
 #define CELL_LISTEN_RETRY_MAX_S	60
@@ -112,6 +117,7 @@ typedef struct CellCycleArgs
 	Oid			dboid;
 	bool		reconcile;
 	bool		full_scan;
+	TimestampTz end_by;			/* stop lingering then: the launcher's turn */
 } CellCycleArgs;
 
 StaticAssertDecl(sizeof(CellCycleArgs) <= BGW_EXTRALEN, "CellCycleArgs does not fit in bgw_extra");
@@ -315,7 +321,7 @@ cell_worker_find_database(void)
  * background worker slot was free.
  */
 static bool
-cell_worker_run_cycle(Oid dboid, bool reconcile, bool full_scan)
+cell_worker_run_cycle(Oid dboid, bool reconcile, bool full_scan, TimestampTz end_by)
 {
 	static bool logged_no_slot = false;
 	BackgroundWorker worker;
@@ -334,6 +340,7 @@ cell_worker_run_cycle(Oid dboid, bool reconcile, bool full_scan)
 	args.dboid = dboid;
 	args.reconcile = reconcile;
 	args.full_scan = full_scan;
+	args.end_by = end_by;
 	memcpy(worker.bgw_extra, &args, sizeof(args));
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
@@ -452,12 +459,17 @@ claims_cell_worker_main(Datum main_arg)
 			bool		pass = now >= next_pass || notified;
 			bool		full = notified ||
 				TimestampDifferenceExceeds(last_full, now, CELL_FULL_SCAN_EVERY_S * 1000);
+			TimestampTz end_by = pass ?
+				TimestampTzPlusMilliseconds(now, (int64) cell_reconcile_interval_s * 1000) : next_pass;
+
+			/* back for the next pass, a notification or a reload in time */
+			end_by = Min(end_by, TimestampTzPlusMilliseconds(now, CELL_CYCLE_MAX_LIFE_MS));
 
 			if (claims_bgw_database_wanted(dboid))
 				ereport(DEBUG1,
 						(errmsg("claims_cell: worker cycle skipped: another session waits for database \"%s\"",
 								cell_worker_database)));
-			else if (cell_worker_run_cycle(dboid, pass, pass && full) && pass)
+			else if (cell_worker_run_cycle(dboid, pass, pass && full, end_by) && pass)
 			{
 				notified = false;
 				if (full)
@@ -695,25 +707,22 @@ cell_cycle_reconcile(bool full_scan)
 }
 
 /*
- * Cycle: the verifications whose turn it is (claims_cell.verify_due(), a
- * slice of about 10 s), their counts logged and counted. Nothing before
- * the extension is updated to 1.3.
+ * Cycle: one step of the verifications whose turn it is: one batch of one
+ * table (claims_cell.verify_due('0')), its counts logged and counted.
+ * Returns the number of tables worked on: 0 when none is due.
  */
-static void
-cell_cycle_verify(void)
+static uint64
+cell_cycle_verify_step(void)
 {
 	int			ret;
+	uint64		nrows;
 
-	ret = SPI_execute("SELECT pg_catalog.to_regprocedure('claims_cell.verify_due(interval)') IS NOT NULL",
-					  true, 1);
-	if (ret != SPI_OK_SELECT || SPI_processed != 1 ||
-		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool){0})))
-		return;
 	ret = SPI_execute("SELECT table_name::pg_catalog.text, missing, extra, drifted, repaired,"
-					  " skipped_recent, finished FROM claims_cell.verify_due()", false, 0);
+					  " skipped_recent, finished FROM claims_cell.verify_due('0')", false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: verify_due() failed: %s", SPI_result_code_string(ret));
-	for (uint64 row = 0; row < SPI_processed; row++)
+	nrows = SPI_processed;
+	for (uint64 row = 0; row < nrows; row++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[row];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -739,6 +748,45 @@ cell_cycle_verify(void)
 							table, (long long) counts[0], (long long) counts[1],
 							(long long) counts[2], (long long) counts[3])));
 	}
+	return nrows;
+}
+
+/*
+ * Cycle: the verifications whose turn it is, for about
+ * CELL_VERIFY_SLICE_MS, one batch per transaction: between two batches the
+ * cycle yields to a command that waits to have the database alone (DROP
+ * DATABASE waits only 5 s for other sessions). Nothing before the
+ * extension is updated to 1.3.
+ */
+static void
+cell_cycle_verify(void)
+{
+	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), CELL_VERIFY_SLICE_MS);
+	int			ret;
+	bool		present;
+	uint64		worked;
+
+	cell_cycle_begin("claims_cell: verify");
+	ret = SPI_execute("SELECT pg_catalog.to_regprocedure('claims_cell.verify_due(interval)') IS NOT NULL",
+					  true, 1);
+	present = ret == SPI_OK_SELECT && SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool){0}));
+	cell_cycle_end();
+	if (!present)
+		return;
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (claims_bgw_database_wanted(MyDatabaseId))
+		{
+			ereport(DEBUG1,
+					(errmsg("claims_cell: verification paused: another session waits for the database")));
+			return;
+		}
+		cell_cycle_begin("claims_cell: verify");
+		worked = cell_cycle_verify_step();
+		cell_cycle_end();
+	} while (worked > 0 && GetCurrentTimestamp() < end);
 }
 
 /* Cycle exit: backends wake the launcher again. */
@@ -788,6 +836,7 @@ claims_cell_cycle_main(Datum main_arg)
 	for (bool first = true;; first = false)
 	{
 		int			n;
+		long		linger;
 
 		CHECK_FOR_INTERRUPTS();
 		while ((n = cell_worker_pop(batch, CELL_DRAIN_BATCH)) > 0)
@@ -796,26 +845,30 @@ claims_cell_cycle_main(Datum main_arg)
 			cell_conn_prepare(serverid);
 			cell_cycle_drain(batch, n, cell_id);
 			cell_cycle_end();
+			/* what is left goes to the next cycle */
+			if (GetCurrentTimestamp() >= args.end_by)
+				break;
 		}
 		if (first && args.reconcile)
 		{
 			cell_cycle_begin("claims_cell: reconcile");
 			cell_cycle_reconcile(args.full_scan);
 			cell_cycle_end();
-			cell_cycle_begin("claims_cell: verify");
 			cell_cycle_verify();
-			cell_cycle_end();
 			continue;
 		}
 		if (claims_bgw_database_wanted(MyDatabaseId))
 			break;
+		/* the launcher's turn: a pass is due, or a notification may wait */
+		linger = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), args.end_by);
+		if (linger <= 0)
+			break;
 		if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					  CELL_CYCLE_LINGER_MS, PG_WAIT_EXTENSION) & WL_TIMEOUT)
+					  Min(linger, CELL_CYCLE_LINGER_MS), PG_WAIT_EXTENSION) & WL_TIMEOUT)
 		{
 			if (!cell_worker_queue_busy())
 				break;
 		}
 		ResetLatch(MyLatch);
 	}
-
 }
