@@ -167,9 +167,12 @@ cell_breaker_at_exit(int code, Datum arg)
 /*
  * Admit one call: CELL_CALL_OK (counted in flight; *probe says whether it
  * is the probe of an open breaker), CELL_CALL_BREAKER_OPEN or CELL_CALL_BUSY.
+ * A call finishing a lease already taken is always admitted (and never the
+ * probe): refusing it would not relieve the store, only leave the lease
+ * outstanding until recovery.
  */
 CellCallStatus
-cell_breaker_enter(bool *probe)
+cell_breaker_enter(bool *probe, bool finishing)
 {
 	CellBreakerSlot *s;
 	CellCallStatus st = CELL_CALL_OK;
@@ -183,7 +186,11 @@ cell_breaker_enter(bool *probe)
 	}
 	cell_lock();
 	s = cell_slot();
-	if (s->open_until != 0)
+	if (finishing)
+	{
+		/* admitted whatever the breaker and the cap say */
+	}
+	else if (s->open_until != 0)
 	{
 		if (now < s->open_until || s->probing)
 			st = CELL_CALL_BREAKER_OPEN;
@@ -193,7 +200,7 @@ cell_breaker_enter(bool *probe)
 			*probe = true;
 		}
 	}
-	if (st == CELL_CALL_OK && s->in_flight >= cell_max_concurrent_calls)
+	if (st == CELL_CALL_OK && !finishing && s->in_flight >= cell_max_concurrent_calls)
 	{
 		st = CELL_CALL_BUSY;
 		if (*probe)
@@ -216,11 +223,14 @@ cell_breaker_enter(bool *probe)
  * End an admitted call: outcome 1 reached the store (whatever it answered)
  * and closes the breaker, 0 failed and counts towards opening it (a failed
  * probe opens it again at once), -1 was cancelled here and counts nothing.
+ * A call that finishes a lease ends with 2 when it reached the store (its
+ * latency counts) and -1 otherwise: admitted past the breaker, it does
+ * not steer it either.
  */
 void
 cell_breaker_leave(int outcome, bool probe, double elapsed_ms)
 {
-	bool		reachable = outcome > 0;
+	bool		reachable = outcome == 1;
 
 	CellBreakerSlot *s;
 	bool		opened = false;
@@ -241,11 +251,14 @@ cell_breaker_leave(int outcome, bool probe, double elapsed_ms)
 	{
 		/* cancelled by the caller: says nothing about the store */
 	}
-	else if (reachable)
+	else if (reachable || outcome == 2)
 	{
-		closed = s->open_until != 0;
-		s->consecutive_failures = 0;
-		s->open_until = 0;
+		if (reachable)
+		{
+			closed = s->open_until != 0;
+			s->consecutive_failures = 0;
+			s->open_until = 0;
+		}
 		s->latency_sum_ms += elapsed_ms;
 		s->latency_n++;
 		if (elapsed_ms > s->latency_max_ms)

@@ -18,6 +18,7 @@
 PG_MODULE_MAGIC;
 
 int			cell_call_timeout_ms = 300;
+int			cell_connect_timeout_ms = 5000;
 int			cell_max_concurrent_calls = 40;
 int			cell_breaker_threshold = 5;
 int			cell_breaker_cooldown_ms = 5000;
@@ -61,10 +62,17 @@ void
 _PG_init(void)
 {
 	DefineCustomIntVariable("claims_cell.call_timeout",
-							"Deadline of one call to the claims store, connecting included.",
-							NULL,
+							"Deadline of one statement sent to the claims store.",
+							"Connecting has its own bound, claims_cell.connect_timeout.",
 							&cell_call_timeout_ms,
 							300, 10, 60000,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.connect_timeout",
+							"Deadline of opening a backend's connection to the claims store.",
+							"A connection that is slow to open fails the call without counting towards opening the circuit breaker.",
+							&cell_connect_timeout_ms,
+							5000, 10, 600000,
 							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("claims_cell.max_concurrent_calls",

@@ -30,6 +30,7 @@
 
 /* GUCs (claims_cell.c) */
 extern int	cell_call_timeout_ms;
+extern int	cell_connect_timeout_ms;
 extern int	cell_max_concurrent_calls;
 extern int	cell_breaker_threshold;
 extern int	cell_breaker_cooldown_ms;
@@ -98,7 +99,8 @@ typedef enum CellCallStatus
 	CELL_CALL_UNREACHABLE,		/* connection failed or was lost */
 	CELL_CALL_TIMEOUT,			/* the deadline passed */
 	CELL_CALL_BREAKER_OPEN,		/* failing fast: the store is down */
-	CELL_CALL_BUSY				/* too many concurrent calls */
+	CELL_CALL_BUSY,				/* too many concurrent calls */
+	CELL_CALL_INTERRUPTED		/* a cancel or terminate request ended it */
 } CellCallStatus;
 
 typedef struct CellCallResult
@@ -112,6 +114,7 @@ typedef struct CellCallResult
 	int			tries;
 	bool		sent;			/* a request may have reached the store */
 	bool		abandoned;		/* a try sent it, then was given up */
+	bool		connecting;		/* it failed while connecting */
 } CellCallResult;
 
 extern void cell_conn_prepare(Oid serverid);
@@ -120,6 +123,8 @@ extern pgsocket cell_conn_socket(void);
 extern bool cell_conn_take_notifications(const char *channel, int64 cell_id);
 extern void cell_call(const char *function, int nparams, const char *const *params,
 					  bool interruptible, CellCallResult *result);
+extern void cell_call_finish(const char *function, int nparams, const char *const *params,
+							 bool interruptible, CellCallResult *result);
 extern const char *cell_store_schema(void);
 extern void cell_conn_init(void);
 extern char *cell_server_label(void);
@@ -176,7 +181,7 @@ typedef struct CellStatsSnapshot
 
 extern void cell_breaker_shmem_request(void);
 extern void cell_breaker_shmem_startup(void);
-extern CellCallStatus cell_breaker_enter(bool *probe);
+extern CellCallStatus cell_breaker_enter(bool *probe, bool finishing);
 extern void cell_breaker_leave(int outcome, bool probe, double elapsed_ms);
 extern void cell_stats_count(CellStat stat);
 extern void cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orphans_deleted, int64 pending);

@@ -3,14 +3,24 @@
  * connection.c
  *	  The backend's one libpq connection to the claims store.
  *
- * Opened on first need with PQconnectStartParams + PQconnectPoll, every
- * wait in a WaitLatchOrSocket loop under a deadline of
- * claims_cell.call_timeout (connecting included) that stays cancellable
- * when the caller allows it. A call that fails to connect, loses its
- * connection or misses its deadline discards the connection and is tried
- * once more. Options are read in a transaction (cell_conn_prepare) and
- * kept, so the calls after the local commit need no catalog access.
- * ALTER SERVER / USER MAPPING mark the connection stale.
+ * Opened on first need with PQconnectStartParams + PQconnectPoll under
+ * claims_cell.connect_timeout; every statement then runs under a deadline
+ * of claims_cell.call_timeout. Every wait is a WaitLatchOrSocket loop
+ * that answers cancel and terminate: raised when the caller allows it,
+ * else (the commit and abort callbacks) the call gives up. A connection
+ * is never cancelled with the blocking PQcancel(): it is closed, and the
+ * store's session, which checks its client every second
+ * (client_connection_check_interval), ends the statement it was running.
+ * A call that fails to connect, loses its connection or misses its
+ * deadline is tried once more; a call that finishes a lease is never
+ * refused by the circuit breaker. Options are read in a transaction
+ * (cell_conn_prepare) and kept, so the calls after the local commit need
+ * no catalog access. ALTER SERVER / USER MAPPING mark the connection
+ * stale.
+ *
+ * Host names are resolved by libpq inside PQconnectStartParams, before any
+ * deadline applies: give the store's address as hostaddr to keep a slow
+ * name server out of COMMIT.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +47,12 @@ static char **cell_values = NULL;
 static char *cell_schema = NULL;	/* quoted schema of the store's functions */
 static char *cell_label = NULL;		/* host:port/dbname for messages */
 
+/* An error (an interrupt) ended a call since the last interruptible one. */
+static bool cell_call_interrupted = false;
+
+/* How often the store's session looks for its client gone (PostgreSQL 14+). */
+#define CELL_STORE_CLIENT_CHECK "1s"
+
 static void cell_conn_set_options(List *kw, List *vals);
 
 /* Syscache callback: a server or user mapping changed. */
@@ -54,26 +70,20 @@ cell_conn_init(void)
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, cell_conn_invalidate, (Datum) 0);
 }
 
-/* Close the connection (after a timeout, a failure or a change). */
+/*
+ * Close the connection (after a timeout, a failure or a change). A
+ * statement still running at the store is not cancelled: PQcancel() opens
+ * a connection of its own and waits for the store's answer without a
+ * bound, so a stalled store would hold COMMIT. The store's session notices
+ * the closed socket within CELL_STORE_CLIENT_CHECK and ends the statement.
+ * The socket is non-blocking once connected: PQfinish's goodbye message
+ * cannot block either.
+ */
 static void
 cell_conn_discard(void)
 {
 	if (cell_conn)
-	{
-		/* a statement may still run at the store: cancel it (postgres_fdw) */
-		if (PQtransactionStatus(cell_conn) == PQTRANS_ACTIVE)
-		{
-			PGcancel   *cancel = PQgetCancel(cell_conn);
-			char		errbuf[256];
-
-			if (cancel != NULL)
-			{
-				(void) PQcancel(cancel, errbuf, sizeof(errbuf));
-				PQfreeCancel(cancel);
-			}
-		}
 		PQfinish(cell_conn);
-	}
 	cell_conn = NULL;
 	if (cell_schema)
 		pfree(cell_schema);
@@ -237,32 +247,44 @@ cell_conn_take_notifications(const char *channel, int64 cell_id)
 	return found;
 }
 
-/*
- * Wait until the socket is ready, the deadline passes (false) or, when
- * interruptible, an interrupt arrives (raised by CHECK_FOR_INTERRUPTS).
- */
+/* Whether a cancel or terminate request waits to be served. */
 static bool
+cell_interrupt_pending(void)
+{
+	return ProcDiePending || QueryCancelPending;
+}
+
+/*
+ * Wait until the socket is ready (CELL_CALL_OK), the deadline passes
+ * (CELL_CALL_TIMEOUT) or an interrupt is pending (CELL_CALL_INTERRUPTED).
+ * When the caller allows it the interrupt is raised by
+ * CHECK_FOR_INTERRUPTS; otherwise (the commit and abort callbacks, where
+ * interrupts are held) the wait gives up, so that cancel, statement_timeout
+ * and terminate are answered at once and served when the callback returns.
+ */
+static CellCallStatus
 cell_wait(PGconn *conn, bool for_write, TimestampTz deadline, bool interruptible)
 {
 	for (;;)
 	{
-		long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		long		ms;
 		int			rc;
 
+		if (interruptible)
+			CHECK_FOR_INTERRUPTS();
+		if (cell_interrupt_pending())
+			return CELL_CALL_INTERRUPTED;
+		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (ms <= 0)
-			return false;
+			return CELL_CALL_TIMEOUT;
 		rc = WaitLatchOrSocket(MyLatch,
 							   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH |
 							   (for_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE),
 							   PQsocket(conn), ms, PG_WAIT_EXTENSION);
 		if (rc & WL_LATCH_SET)
-		{
 			ResetLatch(MyLatch);
-			if (interruptible)
-				CHECK_FOR_INTERRUPTS();
-		}
 		if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
-			return true;
+			return CELL_CALL_OK;
 	}
 }
 
@@ -280,11 +302,38 @@ cell_fail(CellCallResult *r, CellCallStatus st, const char *what)
 	return st;
 }
 
+/* Record a failed wait (a timeout or an interrupt) in the result. */
+static CellCallStatus
+cell_fail_wait(CellCallResult *r, CellCallStatus st, const char *what)
+{
+	if (st == CELL_CALL_INTERRUPTED)
+		return cell_fail(r, st, "interrupted by a cancel or terminate request");
+	return cell_fail(r, st, what);
+}
+
+/*
+ * Pass the store's notices and warnings to the server log, naming the
+ * store (libpq would print them to the server's stderr).
+ */
+static void
+cell_notice_receiver(void *arg, const PGresult *res)
+{
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	bool		warning = severity != NULL && strcmp(severity, "WARNING") == 0;
+
+	ereport(warning ? LOG : DEBUG1,
+			(errmsg("claims_cell: the claims store at %s reported %s: %s",
+					cell_server_label(), severity ? severity : "NOTICE",
+					message ? message : PQresultErrorMessage(res))));
+}
+
 /* Open the connection before the deadline. */
 static CellCallStatus
 cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
 {
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	CellCallStatus w;
 
 	if (cell_keywords == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, "the claims store is not configured");
@@ -294,14 +343,16 @@ cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, "out of memory");
 	if (PQstatus(cell_conn) == CONNECTION_BAD)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+	PQsetNoticeReceiver(cell_conn, cell_notice_receiver, NULL);
 	for (;;)
 	{
 		if (st == PGRES_POLLING_OK)
 			break;
 		if (st == PGRES_POLLING_FAILED)
 			return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-		if (!cell_wait(cell_conn, st == PGRES_POLLING_WRITING, deadline, interruptible))
-			return cell_fail(r, CELL_CALL_TIMEOUT, "connecting timed out");
+		w = cell_wait(cell_conn, st == PGRES_POLLING_WRITING, deadline, interruptible);
+		if (w != CELL_CALL_OK)
+			return cell_fail_wait(r, w, "connecting timed out");
 		st = PQconnectPoll(cell_conn);
 	}
 	if (PQsetnonblocking(cell_conn, 1) != 0)
@@ -321,14 +372,16 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 	PGresult   *res;
 	int			flushed;
 	CellCallStatus status = CELL_CALL_OK;
+	CellCallStatus w;
 
 	if (!PQsendQueryParams(cell_conn, sql, nparams, NULL, params, NULL, NULL, 0))
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
 	r->sent = true;
 	while ((flushed = PQflush(cell_conn)) == 1)
 	{
-		if (!cell_wait(cell_conn, true, deadline, interruptible))
-			return cell_fail(r, CELL_CALL_TIMEOUT, "sending timed out");
+		w = cell_wait(cell_conn, true, deadline, interruptible);
+		if (w != CELL_CALL_OK)
+			return cell_fail_wait(r, w, "sending timed out");
 	}
 	if (flushed < 0)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
@@ -339,11 +392,12 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 		{
 			while (PQisBusy(cell_conn))
 			{
-				if (!cell_wait(cell_conn, false, deadline, interruptible))
+				w = cell_wait(cell_conn, false, deadline, interruptible);
+				if (w != CELL_CALL_OK)
 				{
 					PQclear(last);
 					last = NULL;
-					status = cell_fail(r, CELL_CALL_TIMEOUT, "no answer before the deadline");
+					status = cell_fail_wait(r, w, "no answer before the deadline");
 					break;
 				}
 				if (!PQconsumeInput(cell_conn))
@@ -402,16 +456,25 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 	return r->status;
 }
 
-/* Find the schema of the store's extension on a fresh connection. */
+/*
+ * Set up a fresh connection: find the schema of the store's extension and
+ * have the store's session look for a closed socket while it runs a
+ * statement (PostgreSQL 14+), so that a statement this backend gave up
+ * on ends at the store too. That setting is refused on platforms without
+ * the check; the connection is used anyway. The setup's statements are
+ * not the call's: they leave r->sent as it was.
+ */
 static CellCallStatus
 cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 {
 	CellCallStatus st;
 	char	   *quoted;
+	bool		sent = r->sent;
 
 	st = cell_exec("SELECT n.nspname FROM pg_catalog.pg_extension e"
 				   " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
 				   " WHERE e.extname = 'claims'", 0, NULL, deadline, interruptible, r);
+	r->sent = sent;
 	if (st != CELL_CALL_OK)
 		return st;
 	if (r->value == NULL)
@@ -424,8 +487,22 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	quoted = PQescapeIdentifier(cell_conn, r->value, strlen(r->value));
 	if (quoted == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+	if (PQserverVersion(cell_conn) >= 140000)
+	{
+		st = cell_exec("SET client_connection_check_interval = '" CELL_STORE_CLIENT_CHECK "'",
+					   0, NULL, deadline, interruptible, r);
+		r->sent = sent;
+		if (st != CELL_CALL_OK && st != CELL_CALL_REMOTE_ERROR)
+		{
+			PQfreemem(quoted);
+			return st;
+		}
+		memset(r->sqlstate, 0, sizeof(r->sqlstate));
+		r->message = r->detail = r->hint = NULL;
+	}
 	cell_schema = MemoryContextStrdup(TopMemoryContext, quoted);
 	PQfreemem(quoted);
+	r->status = CELL_CALL_OK;
 	r->value = NULL;
 	return CELL_CALL_OK;
 }
@@ -437,21 +514,40 @@ cell_store_schema(void)
 	return cell_schema;
 }
 
-/* One try of a call: connect if needed, find the schema, run the statement. */
+/*
+ * One try of a call: connect and set up if needed, under
+ * claims_cell.connect_timeout (r->connecting says a failure happened
+ * there), then run the statement under claims_cell.call_timeout. A fresh
+ * backend's first call does not spend the statement's deadline on the
+ * connection. The commit and abort callbacks (not interruptible) find the
+ * connection their transaction's first call opened; they connect only
+ * after a failure, and then for no longer than call_timeout, since the
+ * session waits in COMMIT or ROLLBACK and recovery finishes the lease.
+ */
 static CellCallStatus
 cell_try(const char *sql, int nparams, const char *const *params,
-		 TimestampTz deadline, bool interruptible, CellCallResult *r)
+		 bool interruptible, CellCallResult *r)
 {
 	CellCallStatus st;
 	char	   *full;
+	TimestampTz deadline;
 
 	/* a call ended by FATAL left its command running: start afresh */
 	if (cell_conn != NULL && PQtransactionStatus(cell_conn) == PQTRANS_ACTIVE)
 		cell_conn_discard();
-	if (cell_conn == NULL && (st = cell_connect(deadline, interruptible, r)) != CELL_CALL_OK)
-		return st;
-	if (cell_schema == NULL && (st = cell_find_schema(deadline, interruptible, r)) != CELL_CALL_OK)
-		return st;
+	r->connecting = cell_conn == NULL || cell_schema == NULL;
+	if (r->connecting)
+	{
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   interruptible ? cell_connect_timeout_ms :
+											   Min(cell_connect_timeout_ms, cell_call_timeout_ms));
+		if (cell_conn == NULL && (st = cell_connect(deadline, interruptible, r)) != CELL_CALL_OK)
+			return st;
+		if ((st = cell_find_schema(deadline, interruptible, r)) != CELL_CALL_OK)
+			return st;
+		r->connecting = false;
+	}
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), cell_call_timeout_ms);
 	/* "%s" in sql stands for the store's schema */
 	full = psprintf(sql, cell_schema, cell_schema, cell_schema);
 	return cell_exec(full, nparams, params, deadline, interruptible, r);
@@ -459,30 +555,104 @@ cell_try(const char *sql, int nparams, const char *const *params,
 
 /*
  * One try admitted by the circuit breaker: an error (an interrupt) discards
- * the connection and gives the admission back before it is raised. A
- * function of its own, so that no local of the caller's retry loop lives
- * across the setjmp (gcc 14 reports the loop counter as clobbered).
+ * the connection, gives the admission back and makes the calls of the
+ * abort callbacks give up at once before it is raised. A function of its
+ * own, so that no local of the caller's retry loop lives across the setjmp
+ * (gcc 14 reports the loop counter as clobbered).
  */
 static CellCallStatus
 cell_try_admitted(const char *sql, int nparams, const char *const *params,
-				  TimestampTz start, bool interruptible, bool probe, CellCallResult *r)
+				  bool interruptible, bool probe, CellCallResult *r)
 {
 	CellCallStatus st;
 
 	PG_TRY();
 	{
-		st = cell_try(sql, nparams, params,
-					  TimestampTzPlusMilliseconds(start, cell_call_timeout_ms),
-					  interruptible, r);
+		st = cell_try(sql, nparams, params, interruptible, r);
 	}
 	PG_CATCH();
 	{
 		cell_conn_discard();
 		cell_breaker_leave(-1, probe, 0);
+		cell_call_interrupted = true;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	return st;
+}
+
+/*
+ * The body of cell_call and cell_call_finish. A call that may not wait (the
+ * commit and abort callbacks) gives up at once while a cancel or terminate
+ * request is pending, or after an interrupt ended a call since the last
+ * call that could be interrupted: the aborting transaction's rollbacks are
+ * then left to the worker or to recovery rather than holding the backend
+ * for their deadlines.
+ */
+static void
+cell_call_internal(const char *sql, int nparams, const char *const *params,
+				   bool interruptible, bool finishing, CellCallResult *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (interruptible)
+		cell_call_interrupted = false;
+	else if (cell_call_interrupted || cell_interrupt_pending())
+	{
+		cell_fail(r, CELL_CALL_INTERRUPTED,
+				  "not tried: a cancel or terminate request interrupted this backend's calls");
+		return;
+	}
+	for (int attempt = 1; attempt <= 2; attempt++)
+	{
+		bool		probe;
+		CellCallStatus st;
+		TimestampTz start;
+
+		r->tries = attempt;
+		st = cell_breaker_enter(&probe, finishing);
+		if (st != CELL_CALL_OK)
+		{
+			cell_fail(r, st, st == CELL_CALL_BUSY
+					  ? "too many calls to the claims store are in flight"
+					  : "the circuit breaker is open");
+			return;
+		}
+		cell_stats_count(CELL_STAT_CALLS);
+		start = GetCurrentTimestamp();
+		st = cell_try_admitted(sql, nparams, params, interruptible, probe, r);
+
+		if (st == CELL_CALL_OK || st == CELL_CALL_REMOTE_ERROR)
+		{
+			cell_breaker_leave(finishing ? 2 : 1, probe,
+							   (double) (GetCurrentTimestamp() - start) / 1000.0);
+			return;
+		}
+		/* a request abandoned by this try may still be done at the store */
+		if (r->sent)
+			r->abandoned = true;
+		cell_conn_discard();
+		if (st == CELL_CALL_INTERRUPTED || (st == CELL_CALL_TIMEOUT && r->connecting))
+		{
+			/*
+			 * Neither says the store is down: an interrupt is the caller's, and
+			 * a slow connection (a burst of new backends) must not open the
+			 * breaker for everyone. A refused connection does count. Neither
+			 * is tried again: the wait was already long.
+			 */
+			cell_breaker_leave(-1, probe, 0);
+			if (st == CELL_CALL_TIMEOUT)
+				cell_stats_count(CELL_STAT_TIMEOUTS);
+			ereport(LOG,
+					(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",
+							attempt, cell_server_label(), r->message)));
+			return;
+		}
+		cell_breaker_leave(finishing ? -1 : 0, probe, 0);
+		cell_stats_count(st == CELL_CALL_TIMEOUT ? CELL_STAT_TIMEOUTS : CELL_STAT_FAILURES);
+		ereport(LOG,
+				(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",
+						attempt, cell_server_label(), r->message)));
+	}
 }
 
 /*
@@ -496,42 +666,22 @@ void
 cell_call(const char *sql, int nparams, const char *const *params,
 		  bool interruptible, CellCallResult *r)
 {
-	memset(r, 0, sizeof(*r));
-	for (int attempt = 1; attempt <= 2; attempt++)
-	{
-		bool		probe;
-		CellCallStatus st;
-		TimestampTz start;
+	cell_call_internal(sql, nparams, params, interruptible, false, r);
+}
 
-		r->tries = attempt;
-		st = cell_breaker_enter(&probe);
-		if (st != CELL_CALL_OK)
-		{
-			cell_fail(r, st, st == CELL_CALL_BUSY
-					  ? "too many calls to the claims store are in flight"
-					  : "the circuit breaker is open");
-			return;
-		}
-		cell_stats_count(CELL_STAT_CALLS);
-		start = GetCurrentTimestamp();
-		st = cell_try_admitted(sql, nparams, params, start, interruptible, probe, r);
-
-		if (st == CELL_CALL_OK || st == CELL_CALL_REMOTE_ERROR)
-		{
-			cell_breaker_leave(1, probe,
-							   (double) (GetCurrentTimestamp() - start) / 1000.0);
-			return;
-		}
-		/* a request abandoned by this try may still be done at the store */
-		if (r->sent)
-			r->abandoned = true;
-		cell_conn_discard();
-		cell_breaker_leave(0, probe, 0);
-		cell_stats_count(st == CELL_CALL_TIMEOUT ? CELL_STAT_TIMEOUTS : CELL_STAT_FAILURES);
-		ereport(LOG,
-				(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",
-						attempt, cell_server_label(), r->message)));
-	}
+/*
+ * Call the store to finish a lease already taken (claims_commit,
+ * claims_rollback): as cell_call, but neither a full
+ * claims_cell.max_concurrent_calls nor an open circuit breaker refuses it,
+ * and its outcome neither opens nor closes the breaker. Admission control
+ * is for new leases; refusing a finish would leave a committed or aborted
+ * transaction's values leased until stale_after.
+ */
+void
+cell_call_finish(const char *sql, int nparams, const char *const *params,
+				 bool interruptible, CellCallResult *r)
+{
+	cell_call_internal(sql, nparams, params, interruptible, true, r);
 }
 
 /*
@@ -544,6 +694,13 @@ cell_raise_unreachable(const CellCallResult *r)
 	switch (r->status)
 	{
 		case CELL_CALL_TIMEOUT:
+			if (r->connecting)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not connect to the claims store at %s within claims_cell.connect_timeout (%d ms)",
+								cell_server_label(), cell_connect_timeout_ms),
+						 errdetail("%d tries: %s.", r->tries, r->message),
+						 errhint("Nothing was claimed; retry later.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("the claims store at %s did not answer within claims_cell.call_timeout (%d ms)",

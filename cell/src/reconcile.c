@@ -75,9 +75,9 @@ claims_cell_store_finish_lease(PG_FUNCTION_ARGS)
 	snprintf(idbuf, sizeof(idbuf), "%lld", (long long) cell_id);
 	params[0] = idbuf;
 	params[1] = lease;
-	cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
-			  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
-			  2, params, true, &r);
+	cell_call_finish(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
+					 : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
+					 2, params, true, &r);
 	if (r.status == CELL_CALL_OK)
 	{
 		cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);

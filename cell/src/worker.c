@@ -643,9 +643,9 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 			bool		commit = (e->action == 'c');
 			CellCallResult r;
 
-			cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
-					  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
-					  2, params, true, &r);
+			cell_call_finish(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
+							 : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
+							 2, params, true, &r);
 			if (r.status == CELL_CALL_OK)
 				cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
 			settled = r.status == CELL_CALL_OK ||

@@ -753,8 +753,8 @@ cell_store_barrier(void)
 {
 	CellCallResult r;
 
-	cell_call("SELECT pg_catalog.pg_logical_emit_message(true, 'claims_cell', '')", 0, NULL,
-			  false, &r);
+	cell_call_finish("SELECT pg_catalog.pg_logical_emit_message(true, 'claims_cell', '')", 0,
+					 NULL, false, &r);
 	return r.status == CELL_CALL_OK;
 }
 
@@ -1085,9 +1085,9 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 	params[1] = cell_lease;
 	PG_TRY();
 	{
-		cell_call(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
-				  : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
-				  2, params, false, &r);
+		cell_call_finish(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
+						 : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
+						 2, params, false, &r);
 		if (r.status == CELL_CALL_OK && commit && r.abandoned && !cell_store_barrier())
 			ereport(WARNING,
 					(errmsg("claims_cell: lease %s was committed at the claims store only after a try was given up, and could not be confirmed durable",
@@ -1115,6 +1115,12 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 		{
 			/* the begin never reached the store: nothing to roll back */
 		}
+		else if (!commit && (r.status != CELL_CALL_REMOTE_ERROR || strcmp(r.sqlstate, "P0002") == 0) &&
+				 cell_worker_push(cell_lease, 'r'))
+			ereport(WARNING,
+					(errmsg("claims_cell: could not roll back lease %s at the claims store: %s",
+							cell_lease, r.message ? r.message : "unknown failure"),
+					 errdetail("The local transaction rolled back; the background worker rolls the lease back.")));
 		else
 			ereport(WARNING,
 					(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
