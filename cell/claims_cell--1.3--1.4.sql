@@ -114,6 +114,128 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'claims_cell_transactions_ended'
 LANGUAGE C STRICT VOLATILE;
 
+-- One record at the store, for claim_again().
+CREATE FUNCTION @extschema@.store_get_record(server name, request jsonb)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'claims_cell_store_get_record'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION @extschema@.store_get_record(name, jsonb) FROM PUBLIC;
+
+-- The values of leases the store lost although their local transactions
+-- committed (requests: a JSON array of their claims_begin_update
+-- requests). Each value is brought to what the cell's tables hold now,
+-- not to what the lost leases asked (later transactions may have changed
+-- it): held by one row and claimed by nobody, it is claimed for that row;
+-- held by no row and claimed by this cell, it is released. All in one
+-- lease of the calling transaction, committed at the store by its COMMIT.
+-- pending: a value is under a lease now, the lease was refused or the
+-- store could not be reached (try again next pass); conflicts: values
+-- another cell claimed meanwhile, or two rows hold (verify() reports them).
+CREATE FUNCTION @extschema@.claim_again(server name, cell_id bigint, requests jsonb,
+                                        OUT claimed integer, OUT released integer,
+                                        OUT pending boolean, OUT conflicts text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v record;
+    a record;
+    h record;
+    holders jsonb;
+    rec jsonb;
+    owner bigint;
+    creates jsonb := '[]';
+    destroys jsonb := '[]';
+    st text;
+    msg text;
+    enc text := pg_catalog.current_setting('server_encoding');
+    sid_expr text;
+BEGIN
+    claimed := 0; released := 0; pending := false;
+    FOR v IN
+        SELECT DISTINCT e->'bucket'->>'type' AS btype, e->'bucket'->>'value' AS value
+          FROM pg_catalog.jsonb_array_elements(requests) q,
+               LATERAL (SELECT x FROM pg_catalog.jsonb_array_elements(COALESCE(q->'create_records', '[]'::jsonb)) x
+                        UNION ALL
+                        SELECT x FROM pg_catalog.jsonb_array_elements(COALESCE(q->'destroy_records', '[]'::jsonb)) x) AS r(e)
+         ORDER BY 1, 2
+    LOOP
+        holders := '[]';
+        FOR a IN SELECT c.table_name, va.attname AS col, sa.attname AS subj, ka.attname AS keycol,
+                        ka.atttypid AS keytype, c.subject_type, c.source_type
+                   FROM @extschema@.claimed_attributes c
+                   JOIN pg_catalog.pg_attribute va ON va.attrelid OPERATOR(pg_catalog.=) c.table_name
+                        AND va.attnum OPERATOR(pg_catalog.=) c.attnum
+                   JOIN pg_catalog.pg_attribute sa ON sa.attrelid OPERATOR(pg_catalog.=) c.table_name
+                        AND sa.attnum OPERATOR(pg_catalog.=) c.subject_attnum
+                   JOIN pg_catalog.pg_attribute ka ON ka.attrelid OPERATOR(pg_catalog.=) c.table_name
+                        AND ka.attnum OPERATOR(pg_catalog.=) c.source_attnum
+                  WHERE c.bucket_type OPERATOR(pg_catalog.=) v.btype AND c.enabled
+        LOOP
+            sid_expr := CASE
+                WHEN a.keytype IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+                    THEN pg_catalog.format('pg_catalog.int8send(t.%I::pg_catalog.int8)', a.keycol)
+                WHEN a.keytype OPERATOR(pg_catalog.=) 'uuid'::regtype
+                    THEN pg_catalog.format('pg_catalog.uuid_send(t.%I)', a.keycol)
+                ELSE pg_catalog.format('pg_catalog.convert_to(t.%I::pg_catalog.text, %L)', a.keycol, enc) END;
+            FOR h IN EXECUTE pg_catalog.format(
+                    'SELECT %s AS sid, t.%I::pg_catalog.int8 AS subject FROM %s t'
+                    ' WHERE t.%I::pg_catalog.text OPERATOR(pg_catalog.=) $1', sid_expr, a.subj, a.table_name, a.col)
+                    USING v.value
+            LOOP
+                holders := holders OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'bucket', pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value),
+                    'subject', pg_catalog.jsonb_build_object('type', a.subject_type, 'id', h.subject::pg_catalog.text),
+                    'source', pg_catalog.jsonb_build_object('type', a.source_type,
+                                                            'rails_primary_key_id', @extschema@.source_id_text(h.sid))));
+            END LOOP;
+        END LOOP;
+        BEGIN
+            rec := @extschema@.store_get_record(server, pg_catalog.jsonb_build_object('bucket',
+                       pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value)));
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+            pending := true;
+            conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||) msg;
+            RETURN;
+        END;
+        owner := (rec->'record'->>'cell_id')::bigint;
+        IF rec IS NOT NULL AND rec->'record'->>'status' IS DISTINCT FROM 'ACTIVE' THEN
+            pending := true;    -- under a lease now: its transaction decides, look again next pass
+        ELSIF pg_catalog.jsonb_array_length(holders) > 1 THEN
+            conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||)
+                pg_catalog.format('{%s=%s} is held by %s rows', v.btype, v.value, pg_catalog.jsonb_array_length(holders));
+        ELSIF pg_catalog.jsonb_array_length(holders) = 1 AND rec IS NULL THEN
+            creates := creates OPERATOR(pg_catalog.||) holders;
+        ELSIF pg_catalog.jsonb_array_length(holders) = 1 AND owner OPERATOR(pg_catalog.<>) cell_id THEN
+            conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||)
+                pg_catalog.format('{%s=%s} is claimed by cell %s', v.btype, v.value, owner);
+        ELSIF pg_catalog.jsonb_array_length(holders) = 0 AND owner OPERATOR(pg_catalog.=) cell_id THEN
+            destroys := destroys OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(
+                pg_catalog.jsonb_build_object('bucket', pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value)));
+        END IF;
+    END LOOP;
+    IF creates OPERATOR(pg_catalog.=) '[]'::jsonb AND destroys OPERATOR(pg_catalog.=) '[]'::jsonb THEN
+        RETURN;
+    END IF;
+    BEGIN
+        SELECT x.sqlstate, x.message INTO st, msg
+          FROM @extschema@.store_repair_lease(server, cell_id, creates, destroys) x;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+    END;
+    IF st OPERATOR(pg_catalog.=) '00000' THEN
+        claimed := pg_catalog.jsonb_array_length(creates);
+        released := pg_catalog.jsonb_array_length(destroys);
+    ELSE
+        pending := true;    -- changed meanwhile, or unreachable: next pass
+        conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||) msg;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.claim_again(name, bigint, jsonb) FROM PUBLIC;
+
 -- reconcile() of 1.2, its fences recording and waiting for transactions.
 CREATE OR REPLACE FUNCTION @extschema@.reconcile(full_scan boolean DEFAULT false)
 RETURNS TABLE (committed bigint, rolled_back bigint, orphans_deleted bigint, pending bigint)
@@ -136,6 +258,8 @@ DECLARE
     stamp timestamptz;
     running text[];
     waits text[];
+    lost_uuids uuid[] := '{}';
+    again record;
 BEGIN
     committed := 0; rolled_back := 0; orphans_deleted := 0; pending := 0;
     -- each statement must see what committed before it: the fences of the
@@ -247,6 +371,14 @@ BEGIN
             IF res.sqlstate = '00000' THEN
                 DELETE FROM @extschema@.outstanding_leases WHERE uuid = loc.uuid AND NOT fence;
                 orphans_deleted := orphans_deleted + 1;
+            ELSIF res.sqlstate IN ('55000', 'P0002') AND EXISTS (
+                      SELECT 1 FROM @extschema@.outstanding_leases l
+                       WHERE l.uuid OPERATOR(pg_catalog.=) loc.uuid AND NOT l.fence AND l.request IS NOT NULL) THEN
+                -- the store lost (or rolled back) the lease of a committed
+                -- local transaction, as a failover to a standby that had not
+                -- received it does: claim its values again in a lease of this
+                -- pass, committed at the store by this transaction's COMMIT
+                lost_uuids := lost_uuids OPERATOR(pg_catalog.||) loc.uuid;
             ELSIF res.sqlstate IN ('55000', 'P0002')
                   AND loc.created_at <= t0 OPERATOR(pg_catalog.-) s.orphan_after THEN
                 RAISE WARNING 'claims_cell: deleting the local row of lease %, which the claims store % ',
@@ -263,6 +395,26 @@ BEGIN
             END IF;
         END IF;
     END LOOP;
+
+    -- leases the store lost (or rolled back) although their local
+    -- transactions committed, as a failover to a standby that had not
+    -- received them does: their values are brought to what the tables hold
+    IF pg_catalog.cardinality(lost_uuids) > 0 THEN
+        again := @extschema@.claim_again(cfg.server_name, cfg.cell_id,
+            (SELECT pg_catalog.jsonb_agg(l.request) FROM @extschema@.outstanding_leases l
+              WHERE l.uuid OPERATOR(pg_catalog.=) ANY (lost_uuids) AND NOT l.fence));
+        IF again.pending THEN
+            RAISE WARNING 'claims_cell: the claims store lost % leases of committed transactions; claiming their values again waits: %',
+                pg_catalog.cardinality(lost_uuids), again.conflicts;
+            pending := pending + pg_catalog.cardinality(lost_uuids);
+        ELSE
+            RAISE WARNING 'claims_cell: the claims store lost % leases of committed transactions; % of their values claimed again, % released',
+                pg_catalog.cardinality(lost_uuids), again.claimed, again.released
+                USING DETAIL = COALESCE('Not claimed: ' OPERATOR(pg_catalog.||) again.conflicts OPERATOR(pg_catalog.||) '.', 'Every value is as the tables hold it.');
+            DELETE FROM @extschema@.outstanding_leases WHERE uuid = ANY (lost_uuids) AND NOT fence;
+            committed := committed + pg_catalog.cardinality(lost_uuids);
+        END IF;
+    END IF;
 
     -- outstanding at the store without a local row
     FOR rem IN SELECT k::uuid AS uuid, (v #>> '{}')::timestamptz AS created_at

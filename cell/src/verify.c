@@ -18,6 +18,7 @@
 PG_FUNCTION_INFO_V1(claims_cell_store_list_records);
 PG_FUNCTION_INFO_V1(claims_cell_store_repair_lease);
 PG_FUNCTION_INFO_V1(claims_cell_verify_settings);
+PG_FUNCTION_INFO_V1(claims_cell_store_get_record);
 
 /*
  * store_list_records(server name, request jsonb) returns jsonb: one page
@@ -68,6 +69,29 @@ claims_cell_store_repair_lease(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(r.message ? r.message : "unknown failure");
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * store_get_record(server name, request jsonb) returns jsonb: the store's
+ * claims_get_record, {"record": ...} or NULL when the value is not claimed.
+ * Raises what the store raises, 08006 when it cannot be reached.
+ */
+Datum
+claims_cell_store_get_record(PG_FUNCTION_ARGS)
+{
+	const char *params[1];
+	CellCallResult r;
+
+	cell_conn_prepare(cell_server_oid(NameStr(*PG_GETARG_NAME(0)), false));
+	params[0] = DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(1)));
+	cell_call("SELECT %s.claims_get_record($1::jsonb)", 1, params, true, &r);
+	if (r.status == CELL_CALL_REMOTE_ERROR)
+		cell_raise_remote(&r, "the claims store refused to look up a record");
+	if (r.status != CELL_CALL_OK)
+		cell_raise_unreachable(&r);
+	if (r.value == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(r.value)));
 }
 
 /* A number of seconds as an interval. */
