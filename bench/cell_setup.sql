@@ -15,7 +15,7 @@ CREATE EXTENSION dblink;
 -- claims_cell's store: the same server, over the same socket as dblink.
 CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
   OPTIONS (host :'sock', port :'port', dbname :'store');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user 'bench_cell');
+CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user 'bench_cell', password_required 'false');
 SELECT claims_cell.configure(server_name => 'topology', cell_id => :cell);
 
 CREATE TABLE users_claimed (id bigint PRIMARY KEY, username text, email text, route text);

@@ -12,7 +12,7 @@ DROP SERVER IF EXISTS topology CASCADE;
 CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
     OPTIONS (host :'store_host', port :'store_port', dbname :'store_db');
 \set cell_role 'cell_' :cell_id
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user :'cell_role');
+CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user :'cell_role', password_required 'false');
 SELECT claims_cell.configure('topology', :cell_id);
 CREATE TABLE IF NOT EXISTS users (id bigint PRIMARY KEY, username text, email text);
 SELECT claims_cell.claim_column('users', 'username', bucket_type => 'USERNAMES',

@@ -89,7 +89,8 @@ extern void cell_leases_subxact(SubXactEvent event);
 
 /* fdw.c */
 extern Oid	cell_server_oid(const char *server_name, bool missing_ok);
-extern void cell_conn_options(Oid serverid, Oid userid, List **keywords, List **values);
+extern void cell_conn_options(Oid serverid, Oid userid, List **keywords, List **values,
+							  bool *need_password);
 
 /* connection.c: calls to the store with a deadline */
 typedef enum CellCallStatus

@@ -42,6 +42,7 @@ static PGconn *cell_conn = NULL;
 static Oid	cell_conn_server = InvalidOid;
 static Oid	cell_conn_user = InvalidOid;
 static bool cell_conn_stale = true;
+static bool cell_conn_need_password = false;	/* see cell_conn_options */
 static char **cell_keywords = NULL;
 static char **cell_values = NULL;
 static char *cell_schema = NULL;	/* quoted schema of the store's functions */
@@ -106,11 +107,13 @@ cell_conn_prepare(Oid serverid)
 {
 	List	   *kw;
 	List	   *vals;
+	bool		need_password;
 
 	if (!cell_conn_stale && serverid == cell_conn_server && GetUserId() == cell_conn_user)
 		return;
-	cell_conn_options(serverid, GetUserId(), &kw, &vals);
+	cell_conn_options(serverid, GetUserId(), &kw, &vals, &need_password);
 	cell_conn_set_options(kw, vals);
+	cell_conn_need_password = need_password;
 	cell_conn_server = serverid;
 	cell_conn_user = GetUserId();
 	cell_conn_stale = false;
@@ -197,6 +200,7 @@ cell_conn_load_options(const char *packed)
 		cell_keywords[0] = NULL;	/* nothing to connect to */
 	}
 	cell_conn_server = InvalidOid;
+	cell_conn_need_password = false;	/* the launcher, as the bootstrap superuser */
 	cell_conn_stale = false;
 }
 
@@ -357,6 +361,18 @@ cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	}
 	if (PQsetnonblocking(cell_conn, 1) != 0)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+	if (cell_conn_need_password && !PQconnectionUsedPassword(cell_conn))
+	{
+		/* the store did not ask for the password: refuse, as postgres_fdw does */
+		PQfinish(cell_conn);
+		cell_conn = NULL;
+		r->status = CELL_CALL_REMOTE_ERROR;
+		strlcpy(r->sqlstate, "2F003", sizeof(r->sqlstate));
+		r->message = pstrdup("password is required");
+		r->detail = pstrdup("Non-superusers must connect to the claims store with a password, and the store did not ask for it.");
+		r->hint = pstrdup("Make the store's authentication ask for the password, or have a superuser set password_required 'false' on the user mapping.");
+		return r->status;
+	}
 	return CELL_CALL_OK;
 }
 
@@ -507,6 +523,24 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	return CELL_CALL_OK;
 }
 
+/* sql with every "%s" replaced by the store's quoted schema (not a format). */
+static char *
+cell_sql_in_schema(const char *sql)
+{
+	StringInfoData buf;
+	const char *p;
+
+	initStringInfo(&buf);
+	while ((p = strstr(sql, "%s")) != NULL)
+	{
+		appendBinaryStringInfo(&buf, sql, p - sql);
+		appendStringInfoString(&buf, cell_schema);
+		sql = p + 2;
+	}
+	appendStringInfoString(&buf, sql);
+	return buf.data;
+}
+
 /* The quoted schema of the store's functions (after a successful call). */
 const char *
 cell_store_schema(void)
@@ -548,8 +582,7 @@ cell_try(const char *sql, int nparams, const char *const *params,
 		r->connecting = false;
 	}
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), cell_call_timeout_ms);
-	/* "%s" in sql stands for the store's schema */
-	full = psprintf(sql, cell_schema, cell_schema, cell_schema);
+	full = cell_sql_in_schema(sql);
 	return cell_exec(full, nparams, params, deadline, interruptible, r);
 }
 

@@ -15,6 +15,7 @@
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
 #include "libpq-fe.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(claims_cell_store_validator);
@@ -86,6 +87,16 @@ claims_cell_store_validator(PG_FUNCTION_ARGS)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
 
+		/* as postgres_fdw's: only a superuser may let a role log in without a password */
+		if (catalog == UserMappingRelationId && strcmp(def->defname, "password_required") == 0)
+		{
+			if (!defGetBoolean(def) && !superuser())
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("password_required=false is superuser-only"),
+						 errhint("User mappings with the password_required option set to false may only be created or modified by the superuser.")));
+			continue;
+		}
 		if (!cell_option_allowed(def->defname, catalog))
 		{
 			StringInfoData valid;
@@ -138,14 +149,22 @@ cell_server_oid(const char *server_name, bool missing_ok)
 
 /*
  * The libpq keywords and values of a server and the user mapping of a user
- * (or PUBLIC): server options first, then the mapping's.
+ * (or PUBLIC): server options first, then the mapping's. *need_password
+ * says whether the connection must authenticate with a password: for a
+ * user who is not a superuser, unless a superuser set password_required
+ * 'false' on the mapping, as postgres_fdw requires. Otherwise such a user
+ * could make the cell's sessions log in as whatever the store trusts the
+ * cell's server as (peer or trust authentication), a store superuser
+ * included. A mapping that requires a password and has none raises 2F003.
  */
 void
-cell_conn_options(Oid serverid, Oid userid, List **keywords, List **values)
+cell_conn_options(Oid serverid, Oid userid, List **keywords, List **values, bool *need_password)
 {
 	ForeignServer *server = GetForeignServer(serverid);
 	UserMapping *um = GetUserMapping(userid, serverid);
 	List	   *all = list_concat(list_copy(server->options), um->options);
+	bool		required = true;
+	bool		has_password = false;
 	ListCell   *lc;
 
 	*keywords = NIL;
@@ -154,7 +173,22 @@ cell_conn_options(Oid serverid, Oid userid, List **keywords, List **values)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
 
+		if (strcmp(def->defname, "password_required") == 0)
+		{
+			required = defGetBoolean(def);
+			continue;
+		}
+		if (strcmp(def->defname, "password") == 0 && defGetString(def)[0] != '\0')
+			has_password = true;
 		*keywords = lappend(*keywords, def->defname);
 		*values = lappend(*values, defGetString(def));
 	}
+	*need_password = required && !superuser_arg(userid);
+	if (*need_password && !has_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("Non-superusers must provide a password in the user mapping of the claims store server \"%s\".",
+						   server->servername),
+				 errhint("Give the user mapping a password, or have a superuser set password_required 'false' on it (for certificate authentication).")));
 }

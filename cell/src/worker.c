@@ -572,7 +572,7 @@ cell_cycle_configuration(int64 *cell_id)
 	}
 
 	initStringInfo(&opts);
-	cell_conn_options(serverid, GetUserId(), &kw, &vals);
+	cell_conn_options(serverid, GetUserId(), &kw, &vals, &(bool){false});
 	forboth(lk, kw, lv, vals)
 	{
 		appendBinaryStringInfo(&opts, lfirst(lk), strlen(lfirst(lk)) + 1);

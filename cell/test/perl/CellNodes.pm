@@ -64,7 +64,7 @@ sub add_cell
 CREATE EXTENSION claims_cell;
 CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
   OPTIONS (host '%s', port '%d', dbname 'postgres');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s');
+CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s', password_required 'false');
 SELECT claims_cell.configure(server_name => 'topology', cell_id => %d);
 %s
 }, $store->host, $store->port, $p{role}, $p{cell_id}, $p{sql} // ''));

@@ -34,7 +34,7 @@ $node->safe_psql('cell1', sprintf(q{
 CREATE EXTENSION claims_cell;
 CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
   OPTIONS (host '%s', port '%d', dbname 'postgres');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user 'cell_one');
+CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user 'cell_one', password_required 'false');
 SELECT claims_cell.configure('topology', 1);
 CREATE TABLE users (id bigint PRIMARY KEY, username text);
 SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');

@@ -32,7 +32,7 @@ sub set_up
 CREATE EXTENSION claims_cell %s;
 CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
   OPTIONS (host '%s', port '%d', dbname 'postgres');
-CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s');
+CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s', password_required 'false');
 SELECT claims_cell.configure(server_name => 'topology', cell_id => %d);
 CREATE TABLE users (id bigint PRIMARY KEY, username text, email text);
 SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
