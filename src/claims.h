@@ -241,6 +241,7 @@ extern void claims_uuid7_fill(pg_uuid_t *out, int n);
 /* claims.c: checks shared by the API functions */
 extern void claims_check_writable(const char *function);
 extern void claims_check_cell_id(int64 cell_id);
+extern void claims_repeat_durable(void);
 
 /* stats.c: shared-memory statistics (counts of calls, not of commits) */
 typedef enum ClaimsStatCounter
