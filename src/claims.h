@@ -100,8 +100,6 @@ typedef struct ClaimsCall
 {
 	Oid			saved_userid;
 	int			saved_sec_context;
-	Oid			saved_caller_role;	/* of a call this one is nested in */
-	Oid			saved_nsp;
 	int			guc_nest_level; /* PostgreSQL 17+: the pinned search_path's */
 } ClaimsCall;
 
