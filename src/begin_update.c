@@ -277,7 +277,8 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 
 /*
  * A begin_update whose lease uuid exists already: the same cell's identical
- * request gets the same answer; anything else fails.
+ * request gets the same answer, once the lease is as durable as the first
+ * call would have made it; anything else fails.
  */
 static void
 claims_check_repeated_begin(Jsonb *request, ClaimsBeginRequest *req)
@@ -317,6 +318,7 @@ claims_check_repeated_begin(Jsonb *request, ClaimsBeginRequest *req)
 				 errmsg("invalid request at $.lease_uuid: lease %s was already used for a different request", uuid),
 				 errhint("A retry must repeat its request exactly; a new request needs a new lease uuid.")));
 	}
+	claims_repeat_durable();
 }
 
 /*

@@ -7,8 +7,10 @@
  */
 #include "claims.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
+#include "replication/message.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -78,4 +80,31 @@ claims_check_cell_id(int64 cell_id)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid request at $.cell_id: must be greater than 0, not " INT64_FORMAT, cell_id)));
 	}
+}
+
+/*
+ * A repeated call that found its work already done writes nothing, so its
+ * commit would wait for no synchronous standby and answer success at once,
+ * even when the first call's wait for the standbys was cancelled and its
+ * work is on this server only (a failover would lose it). A commit waits
+ * for the standbys when its transaction has a transaction id and wrote WAL:
+ * a transactional logical message, empty, gives it both, and the standbys
+ * then confirm everything up to its commit, the first call's work too
+ * (replay does nothing with the message; logical decoding hands it to
+ * output plugins as a message with prefix "claims.repeat"). A transaction
+ * that has both already (a finish statement locked the lease row, or the
+ * client's transaction wrote) logs nothing. Only repeats come here: a
+ * first call costs what it did.
+ */
+void
+claims_repeat_durable(void)
+{
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
+		XactLastRecEnd != InvalidXLogRecPtr)
+		return;
+#if PG_VERSION_NUM >= 170000
+	(void) LogLogicalMessage("claims.repeat", "", 0, true, false);
+#else
+	(void) LogLogicalMessage("claims.repeat", "", 0, true);
+#endif
 }

@@ -102,8 +102,6 @@ typedef struct ClaimsCall
 {
 	Oid			saved_userid;
 	int			saved_sec_context;
-	Oid			saved_caller_role;	/* of a call this one is nested in */
-	Oid			saved_nsp;
 	int			guc_nest_level; /* PostgreSQL 17+: the pinned search_path's */
 } ClaimsCall;
 
@@ -243,6 +241,7 @@ extern CLAIMS_LIBRARY_LOCAL void claims_uuid7_fill(pg_uuid_t *out, int n);
 /* claims.c: checks shared by the API functions */
 extern void claims_check_writable(const char *function);
 extern void claims_check_cell_id(int64 cell_id);
+extern void claims_repeat_durable(void);
 
 /* stats.c: shared-memory statistics (counts of calls, not of commits) */
 typedef enum ClaimsStatCounter

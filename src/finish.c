@@ -10,7 +10,8 @@
  * its claim rows in the global row order, and applies the commit (creates
  * become ACTIVE, destroys go, replaces take their new metadata) or its
  * mirror image, or finds why the lease cannot be finished. Finishing a lease
- * the same way twice succeeds and changes nothing; finishing it the other
+ * the same way twice succeeds and changes nothing (but its commit waits for
+ * synchronous standbys as the first one's did); finishing it the other
  * way fails loudly, so a late commit after reconciliation rolled the lease
  * back is never lost silently.
  *
@@ -39,6 +40,7 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	int64		owner;
 	char	   *state;
 	char	   *uuid;
+	bool		repeated;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -105,7 +107,10 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 				 errdetail("Its creates were released and its destroys undone; other cells may have claimed the values since."),
 				 errhint("Claim the values again with a new lease.")));
 
-	claims_stats_count_finish(commit, strcmp(state, "outstanding") != 0);
+	repeated = strcmp(state, "outstanding") != 0;
+	if (repeated)
+		claims_repeat_durable();
+	claims_stats_count_finish(commit, repeated);
 	claims_spi_end(&call);
 }
 

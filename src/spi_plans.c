@@ -316,6 +316,23 @@ static List *retired_plans = NIL;
 /* API calls running in this backend (more than one: a call made from inside another's statements). */
 int			claims_call_depth = 0;
 
+/*
+ * What each running call replaced, innermost last, and the subtransaction
+ * it began in: a call's end gives its values back, and so does the abort of
+ * the subtransaction it began in (an error a PL/pgSQL EXCEPTION block or a
+ * savepoint catches), which ends it without reaching its end. Kept out of
+ * the call's stack frame, which the error unwinds.
+ */
+typedef struct ClaimsCallFrame
+{
+	SubTransactionId subid;
+	Oid			saved_caller_role;
+	Oid			saved_nsp;
+} ClaimsCallFrame;
+
+static ClaimsCallFrame *call_frames = NULL;
+static int	call_frames_allocated = 0;
+
 /* True from a store statement's run until its plan is ready (see claims_get_relation_info). */
 static bool planning_store_statement = false;
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
@@ -341,6 +358,56 @@ static OverrideSearchPath catalog_only_path = {NIL, true, false, 0};
 #endif
 Oid			claims_caller_role = InvalidOid;
 static Oid	claims_current_nsp = InvalidOid;
+
+/*
+ * Note a call's start: what it is about to replace, and where it began.
+ */
+static void
+claims_call_push(void)
+{
+	if (claims_call_depth >= call_frames_allocated)
+	{
+		int			n = Max(8, call_frames_allocated * 2);
+
+		call_frames = call_frames == NULL
+			? MemoryContextAlloc(TopMemoryContext, sizeof(ClaimsCallFrame) * n)
+			: repalloc(call_frames, sizeof(ClaimsCallFrame) * n);
+		call_frames_allocated = n;
+	}
+	call_frames[claims_call_depth].subid = GetCurrentSubTransactionId();
+	call_frames[claims_call_depth].saved_caller_role = claims_caller_role;
+	call_frames[claims_call_depth].saved_nsp = claims_current_nsp;
+	claims_call_depth++;
+}
+
+/*
+ * End the calls that began in subtransaction subid or later (all of them
+ * for TopSubTransactionId), innermost first, giving back what each replaced.
+ */
+static void
+claims_calls_unwind(SubTransactionId subid)
+{
+	while (claims_call_depth > 0 && call_frames[claims_call_depth - 1].subid >= subid)
+	{
+		claims_call_depth--;
+		claims_caller_role = call_frames[claims_call_depth].saved_caller_role;
+		claims_current_nsp = call_frames[claims_call_depth].saved_nsp;
+	}
+}
+
+/*
+ * An aborted subtransaction ends the calls that began inside it: without
+ * this, the caller role and schema of a call whose error was caught would
+ * stay in force, and the depth would count it as running until the
+ * transaction ends.
+ */
+static void
+claims_plans_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		claims_calls_unwind(mySubid);
+}
 
 /*
  * A schema was changed somewhere (syscache callback): check at the next
@@ -373,7 +440,7 @@ claims_plans_forget(void)
 
 /*
  * At the end of a transaction no API call runs any more: free the retired
- * plans and forget the depth an error may have left behind.
+ * plans and end the calls an error left behind.
  */
 static void
 claims_plans_xact_callback(XactEvent event, void *arg)
@@ -391,7 +458,7 @@ claims_plans_xact_callback(XactEvent event, void *arg)
 		default:
 			return;
 	}
-	claims_call_depth = 0;
+	claims_calls_unwind(TopSubTransactionId);
 	planning_store_statement = false;
 	foreach(lc, retired_plans)
 		SPI_freeplan((SPIPlanPtr) lfirst(lc));
@@ -447,8 +514,7 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
 	ReleaseSysCache(proctup);
 
-	call->saved_caller_role = claims_caller_role;
-	call->saved_nsp = claims_current_nsp;
+	claims_call_push();
 	claims_caller_role = GetUserId();
 	GetUserIdAndSecContext(&call->saved_userid, &call->saved_sec_context);
 	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
@@ -466,7 +532,6 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims: SPI_connect failed");
 
-	claims_call_depth++;
 	claims_current_nsp = nsp;
 	claims_plans_check_schema(nsp);
 	claims_registry_pin();
@@ -474,8 +539,9 @@ claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
 
 /*
  * Finish an API call: disconnect from SPI, give back the caller's search
- * path and return to the caller's role. (An error restores both through
- * (sub)transaction abort.)
+ * path and return to the caller's role. (An error restores all of it
+ * through (sub)transaction abort: PostgreSQL's own state by itself, the
+ * caller role, schema and depth by claims_plans_subxact_callback.)
  */
 void
 claims_spi_end(ClaimsCall *call)
@@ -487,10 +553,12 @@ claims_spi_end(ClaimsCall *call)
 	AtEOXact_GUC(true, call->guc_nest_level);
 #endif
 	SetUserIdAndSecContext(call->saved_userid, call->saved_sec_context);
-	claims_caller_role = call->saved_caller_role;
-	claims_current_nsp = call->saved_nsp;
 	if (claims_call_depth > 0)
+	{
 		claims_call_depth--;
+		claims_caller_role = call_frames[claims_call_depth].saved_caller_role;
+		claims_current_nsp = call_frames[claims_call_depth].saved_nsp;
+	}
 }
 
 /* The schema the extension lives in. */
@@ -610,7 +678,7 @@ claims_executor_start(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 }
 
-/* Install the planner and executor hooks and the transaction callback (from _PG_init). */
+/* Install the planner and executor hooks and the (sub)transaction callbacks (from _PG_init). */
 void
 claims_plans_init(void)
 {
@@ -619,6 +687,7 @@ claims_plans_init(void)
 	prev_executor_start_hook = ExecutorStart_hook;
 	ExecutorStart_hook = claims_executor_start;
 	RegisterXactCallback(claims_plans_xact_callback, NULL);
+	RegisterSubXactCallback(claims_plans_subxact_callback, NULL);
 }
 
 /*
