@@ -118,17 +118,33 @@ get_source() {
     find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'postgresql-15-*' | head -n 1
 }
 
+# Whether every directory compiled into the server (src/port's
+# pg_config_paths.h in the source tree $1) lies under PREFIX.
+paths_private() {
+    local defs
+    defs="$(grep -E '^#define [A-Z]+DIR "' "$1/src/port/pg_config_paths.h")" || return 1
+    if grep -v -F "\"$PREFIX/" <<<"$defs"; then
+        echo "test_cassert.sh: these directories are outside $PREFIX; not installing"
+        return 1
+    fi
+}
+
 # Configure, build and install into PREFIX (emptied first; the binaries
 # keep its path for libpq, so the install is not moved afterwards).
+# Debian's 50-per-version-dirs patch puts pkglibdir (the server's modules
+# and PGXS) at /usr/lib/postgresql/15/lib, the system server's own, unless
+# libdir names "postgres": hence --libdir, and a check before installing.
 build_server() {
-    local src=$1 log=$2 stage="$PREFIX"
-    rm -rf "$stage" || return 1
+    local src=$1 log=$2
+    rm -rf "$PREFIX" || return 1
     (
         cd "$src" || exit 1
-        ./configure --prefix="$stage" --enable-cassert --enable-debug --enable-tap-tests \
+        ./configure --prefix="$PREFIX" --libdir="$PREFIX/lib/postgresql" \
+            --enable-cassert --enable-debug --enable-tap-tests \
             --with-openssl --without-icu --without-llvm || exit 1
         nice make -j2 || exit 1
         nice make -j2 -C contrib/amcheck || exit 1
+        paths_private "$src" || exit 1
         make install && make -C contrib/amcheck install
     ) >"$log" 2>&1 || {
         tail -n 40 "$log"
