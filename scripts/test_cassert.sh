@@ -129,6 +129,17 @@ paths_private() {
     fi
 }
 
+# Empty PREFIX for a new build, only when it is ours: missing, empty, or
+# marked by an earlier build (CLAIMS_CASSERT_ROOT may name any directory).
+reset_prefix() {
+    if [ -e "$PREFIX" ] && [ -n "$(ls -A "$PREFIX" 2>/dev/null)" ] &&
+        [ ! -f "$READY" ] && [ ! -f "$PREFIX/.claims-cassert-building" ]; then
+        echo "test_cassert.sh: $PREFIX is not empty and not an assert server of ours; not touching it"
+        return 1
+    fi
+    rm -rf "$PREFIX" && mkdir -p "$PREFIX" && touch "$PREFIX/.claims-cassert-building"
+}
+
 # Configure, build and install into PREFIX (emptied first; the binaries
 # keep its path for libpq, so the install is not moved afterwards).
 # Debian's 50-per-version-dirs patch puts pkglibdir (the server's modules
@@ -136,7 +147,7 @@ paths_private() {
 # libdir names "postgres": hence --libdir, and a check before installing.
 build_server() {
     local src=$1 log=$2
-    rm -rf "$PREFIX" || return 1
+    reset_prefix || return 1
     (
         cd "$src" || exit 1
         ./configure --prefix="$PREFIX" --libdir="$PREFIX/lib/postgresql" \
@@ -176,7 +187,7 @@ ensure_server() {
     build_server "$src" "$BUILD_LOG" || return 1
     # READY last: a build that died half-way is never taken as done
     echo "$version" >"$READY" || return 1
-    rm -rf "$scratch"
+    rm -rf "$scratch" "$PREFIX/.claims-cassert-building"
     echo "test_cassert.sh: built in $(($(date +%s) - start)) s"
 }
 
