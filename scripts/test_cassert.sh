@@ -87,6 +87,8 @@ add_deb_src() {
     [ -n "$suite" ] || return 1
     mirror="${CLAIMS_DEBIAN_MIRROR:-$(host_mirror)}"
     security="$(host_security_mirror)"
+    # a malformed entry would stop every apt command on the machine
+    [ -n "$mirror" ] && [ -n "$security" ] || return 1
     cat >"$SOURCES_FILE.new" <<EOF || return 1
 # written by the claims project's scripts/test_cassert.sh (apt-get source postgresql-15)
 Types: deb-src
