@@ -48,15 +48,19 @@ META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_jso
 
 .PHONY: test run stop bench deb
 # make test: PostgreSQL 15, this machine's. make test PG=17: PostgreSQL 17 in
-# a Debian 13 root (scripts/test_pg17.sh).
+# a Debian 13 root (scripts/test_pg17.sh). make test PG=15-cassert: the cell
+# suites and the store's churn tests on PostgreSQL 15 built with assertions
+# (scripts/test_cassert.sh, the server built once under build/).
 PG ?=
 test:
 ifeq ($(PG),17)
 	scripts/test_pg17.sh
+else ifeq ($(PG),15-cassert)
+	scripts/test_cassert.sh
 else ifeq ($(filter-out 15,$(PG)),)
 	scripts/test.sh
 else
-	@echo "make test: PG=$(PG) is not supported (15, the default, or 17)"; echo "0 passed, 1 failed"; exit 1
+	@echo "make test: PG=$(PG) is not supported (15, the default, 15-cassert or 17)"; echo "0 passed, 1 failed"; exit 1
 endif
 # make deb: postgresql-15-claims in build/deb/; make deb PG=17:
 # postgresql-17-claims, built in the Debian 13 root of make test PG=17.

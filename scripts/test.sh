@@ -16,7 +16,15 @@
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
-# A suite with no test files is skipped with a note.
+# A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
+# of suite names (regress isolation tap pgtap cell-regress cell-tap
+# package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
+# `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
+# After the suites, every "TRAP:" (a failed assertion of a server built
+# with --enable-cassert) and every memory-context check warning in the
+# server logs is printed with what follows it (the backtrace) and counted
+# as one failure; a production server never writes either.
 #
 # Counting: one pg_regress test or isolation spec is one result; every TAP
 # or pgTAP assertion ("ok N" / "not ok N") is one result; a test file or a
@@ -161,6 +169,12 @@ setup_env() {
     fi
 }
 
+# Whether the suite named $1 is to run (CLAIMS_SUITES, default all).
+want_suite() {
+    [ -z "${CLAIMS_SUITES:-}" ] && return 0
+    [[ " $CLAIMS_SUITES " == *" $1 "* ]]
+}
+
 # Record the outcome of a suite or file in the totals.
 add_counts() {
     PASSED=$((PASSED + $1))
@@ -261,19 +275,21 @@ run_isolation() {
 
 # prove over DIR/test/t/*.pl, one prove per file, with the environment of
 # PGXS's prove_installcheck: prove_suite LABEL DIR LOGPREFIX PGPORT
-# [TEMP_CONFIG file every PostgreSQL::Test::Cluster node appends].
+# [TEMP_CONFIG file every PostgreSQL::Test::Cluster node appends]
+# [PATTERN of the file names to run, without .pl; default *].
 prove_suite() {
-    local label=$1 dir=$2 prefix=$3 port=$4 conf=${5:-} rel
+    local label=$1 dir=$2 prefix=$3 port=$4 conf=${5:-} pattern=${6:-*} rel
     local files=() f name out rc p fl s tp=0 tf=0 ts=0
     rel="${dir#"$REPO"}"
     rel="${rel#/}"
     section "$label (prove ${rel:+$rel/}test/t)"
-    for f in "$dir"/test/t/*.pl; do
+    # shellcheck disable=SC2231  # the pattern is meant to glob
+    for f in "$dir"/test/t/$pattern.pl; do
         [ -e "$f" ] && files+=("test/t/${f##*/}")
     done
     if [ "${#files[@]}" -eq 0 ]; then
-        echo "no TAP files in ${rel:+$rel/}test/t/; skipped"
-        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}test/t/*.pl")
+        echo "no TAP files ${rel:+$rel/}test/t/$pattern.pl; skipped"
+        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}test/t/$pattern.pl")
         return 0
     fi
     rm -rf "$dir/tmp_check"
@@ -313,10 +329,10 @@ prove_suite() {
     stop_stray_servers_any
 }
 
-# Suite (c): prove over test/t/*.pl (plus TEMP_CONFIG so every node
-# preloads claims unless a test overrides it).
+# Suite (c): prove over test/t/*.pl, or those CLAIMS_TAP_FILES matches
+# (plus TEMP_CONFIG so every node preloads claims unless a test overrides it).
 run_tap() {
-    prove_suite tap "$REPO" tap 65432 "$TEMP_CONFIG_FILE"
+    prove_suite tap "$REPO" tap 65432 "$TEMP_CONFIG_FILE" "${CLAIMS_TAP_FILES:-*}"
 }
 
 # Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
@@ -428,6 +444,32 @@ run_pgtap() {
     add_counts "$tp" "$tf"
 }
 
+# Server logs of this run: pg_regress's and isolation's log/postmaster.log,
+# the TAP nodes' tmp_check/log/<test>_<node>.log (not the tests' own
+# regress_log_*), the pgTAP server's server.log.
+server_logs() {
+    find "$REPO" -path "$LOGDIR" -prune -o -type f -name '*.log' ! -name 'regress_log_*' -print 2>/dev/null
+}
+
+# Failed assertions ("TRAP: ..." with the backtrace after it) and
+# memory-context check warnings (both only from a server built with
+# --enable-cassert) in the server logs: each printed with the 30 lines
+# after it and counted as one failure.
+check_assertions() {
+    local log n total=0 pattern='^TRAP: |problem in (alloc set|Generation|slab) '
+    section "assertions (TRAP and memory-context checks in the server logs)"
+    while IFS= read -r log; do
+        n=$(grep -c -E "$pattern" "$log")
+        [ "$n" -gt 0 ] || continue
+        total=$((total + n))
+        echo "----- $log: $n -----"
+        grep -n -A 30 -E "$pattern" "$log"
+        echo "----- end of $log -----"
+    done < <(server_logs | sort)
+    echo "-- assertions: $total in the server logs"
+    add_counts 0 "$total"
+}
+
 # Check that the extension is installed for PG_CONFIG's server.
 check_installed() {
     if [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ] ||
@@ -457,12 +499,13 @@ main_user() {
         finish
     fi
     echo "test.sh: testing $REPO as $(id -un) with $PG_CONFIG"
-    run_regress
-    run_isolation
-    run_tap
-    run_pgtap
-    run_cell_regress
-    run_cell_tap
+    want_suite regress && run_regress
+    want_suite isolation && run_isolation
+    want_suite tap && run_tap
+    want_suite pgtap && run_pgtap
+    want_suite cell-regress && run_cell_regress
+    want_suite cell-tap && run_cell_tap
+    check_assertions
     finish
 }
 
@@ -543,6 +586,7 @@ main_root() {
     cd "$WORK/repo" || exit 1
     runuser -u "$RUN_USER" -- env TMPDIR="$WORK/tmp" PG_CONFIG="$PG_CONFIG" \
         CLAIMS_TEST_SUMMARY_FILE="$summary" CLAIMS_SUITE_TIMEOUT="$SUITE_TIMEOUT" \
+        CLAIMS_SUITES="${CLAIMS_SUITES:-}" CLAIMS_TAP_FILES="${CLAIMS_TAP_FILES:-*}" \
         bash "$WORK/repo/scripts/test.sh"
     rc=$?
     cd / || true
@@ -554,7 +598,7 @@ main_root() {
     local p f
     read -r p f <"$summary"
     add_counts "$p" "$f"
-    [ "${CLAIMS_PACKAGE_TEST:-1}" = 0 ] || run_package
+    [ "${CLAIMS_PACKAGE_TEST:-1}" = 0 ] || ! want_suite package || run_package
     finish
 }
 
