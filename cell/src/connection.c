@@ -28,25 +28,56 @@
 
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_user_mapping.h"
+#include "foreign/foreign.h"
 #include "libpq-fe.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
+/* The connection in use: that of the current user's mapping. */
 static PGconn *cell_conn = NULL;
 static Oid	cell_conn_server = InvalidOid;
 static Oid	cell_conn_user = InvalidOid;
+static Oid	cell_conn_umid = InvalidOid;	/* its user mapping; invalid: none */
 static bool cell_conn_stale = true;
 static bool cell_conn_need_password = false;	/* see cell_conn_options */
 static char **cell_keywords = NULL;
 static char **cell_values = NULL;
 static char *cell_schema = NULL;	/* quoted schema of the store's functions */
 static char *cell_label = NULL;		/* host:port/dbname for messages */
+
+/*
+ * The connections of the other user mappings this backend used, kept for
+ * when their users commit again (as postgres_fdw keeps one per mapping):
+ * a backend whose roles take turns does not reconnect at every turn. The
+ * password rule is part of the key, so a connection a superuser opened
+ * without a password never serves a role that needs one.
+ */
+typedef struct CellConnKey
+{
+	Oid			umid;
+	bool		need_password;
+} CellConnKey;
+
+typedef struct CellConnEntry
+{
+	CellConnKey key;
+	Oid			server;
+	PGconn	   *conn;
+	char	  **keywords;
+	char	  **values;
+	char	   *schema;
+	char	   *label;
+	bool		stale;			/* a server or user mapping changed since */
+} CellConnEntry;
+
+static HTAB *cell_parked = NULL;
 
 /* An error (an interrupt) ended a call since the last interruptible one. */
 static bool cell_call_interrupted = false;
@@ -60,7 +91,120 @@ static void cell_conn_set_options(List *kw, List *vals);
 static void
 cell_conn_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
+	HASH_SEQ_STATUS seq;
+	CellConnEntry *e;
+
 	cell_conn_stale = true;
+	if (cell_parked == NULL)
+		return;
+	hash_seq_init(&seq, cell_parked);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		e->stale = true;
+}
+
+/* Free a set of libpq options (TopMemoryContext). */
+static void
+cell_free_options(char **keywords, char **values)
+{
+	if (keywords == NULL)
+		return;
+	for (int i = 0; keywords[i]; i++)
+	{
+		pfree(keywords[i]);
+		pfree(values[i]);
+	}
+	pfree(keywords);
+	pfree(values);
+}
+
+/*
+ * Keep the connection in use for its user mapping and clear the current
+ * state (a stale one is closed instead).
+ */
+static void
+cell_conn_park(void)
+{
+	CellConnKey key;
+	CellConnEntry *e;
+	bool		found;
+
+	if (!OidIsValid(cell_conn_umid) || cell_conn_stale || cell_conn == NULL)
+		return;
+	if (cell_parked == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(CellConnKey);
+		ctl.entrysize = sizeof(CellConnEntry);
+		ctl.hcxt = TopMemoryContext;
+		cell_parked = hash_create("claims_cell connections", 8, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	key.umid = cell_conn_umid;
+	key.need_password = cell_conn_need_password;
+	e = hash_search(cell_parked, &key, HASH_ENTER, &found);
+	if (found)
+	{
+		/* cannot happen: the mapping's connection is the one in use */
+		if (e->conn)
+			PQfinish(e->conn);
+		cell_free_options(e->keywords, e->values);
+	}
+	e->server = cell_conn_server;
+	e->conn = cell_conn;
+	e->keywords = cell_keywords;
+	e->values = cell_values;
+	e->schema = cell_schema;
+	e->label = cell_label;
+	e->stale = false;
+	cell_conn = NULL;
+	cell_keywords = cell_values = NULL;
+	cell_schema = cell_label = NULL;
+	cell_conn_umid = InvalidOid;
+}
+
+/*
+ * Take the kept connection of a user mapping back into use; false when
+ * there is none, or it is stale (then it is closed).
+ */
+static bool
+cell_conn_unpark(Oid umid, bool need_password, Oid serverid)
+{
+	CellConnKey key;
+	CellConnEntry *e;
+	bool		usable;
+
+	if (cell_parked == NULL)
+		return false;
+	memset(&key, 0, sizeof(key));
+	key.umid = umid;
+	key.need_password = need_password;
+	e = hash_search(cell_parked, &key, HASH_FIND, NULL);
+	if (e == NULL)
+		return false;
+	usable = !e->stale && e->server == serverid;
+	if (usable)
+	{
+		cell_conn = e->conn;
+		cell_keywords = e->keywords;
+		cell_values = e->values;
+		cell_schema = e->schema;
+		cell_label = e->label;
+	}
+	else
+	{
+		if (e->conn)
+			PQfinish(e->conn);
+		cell_free_options(e->keywords, e->values);
+		if (e->schema)
+			pfree(e->schema);
+		if (e->label)
+			pfree(e->label);
+	}
+	hash_search(cell_parked, &key, HASH_REMOVE, NULL);
+	return usable;
 }
 
 /* Register the invalidation callbacks (once per backend). */
@@ -108,14 +252,26 @@ cell_conn_prepare(Oid serverid)
 	List	   *kw;
 	List	   *vals;
 	bool		need_password;
+	Oid			umid;
 
 	if (!cell_conn_stale && serverid == cell_conn_server && GetUserId() == cell_conn_user)
 		return;
 	cell_conn_options(serverid, GetUserId(), &kw, &vals, &need_password);
-	cell_conn_set_options(kw, vals);
+	umid = GetUserMapping(GetUserId(), serverid)->umid;
+	if (!cell_conn_stale && serverid == cell_conn_server && umid == cell_conn_umid &&
+		need_password == cell_conn_need_password)
+	{
+		/* another user of the same mapping (PUBLIC): the same connection */
+		cell_conn_user = GetUserId();
+		return;
+	}
+	cell_conn_park();
+	if (!cell_conn_unpark(umid, need_password, serverid))
+		cell_conn_set_options(kw, vals);
 	cell_conn_need_password = need_password;
 	cell_conn_server = serverid;
 	cell_conn_user = GetUserId();
+	cell_conn_umid = umid;
 	cell_conn_stale = false;
 }
 
@@ -137,16 +293,7 @@ cell_conn_set_options(List *kw, List *vals)
 
 	cell_conn_discard();
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	if (cell_keywords)
-	{
-		for (i = 0; cell_keywords[i]; i++)
-		{
-			pfree(cell_keywords[i]);
-			pfree(cell_values[i]);
-		}
-		pfree(cell_keywords);
-		pfree(cell_values);
-	}
+	cell_free_options(cell_keywords, cell_values);
 	n = list_length(kw);
 	cell_keywords = palloc0(sizeof(char *) * (n + 3));
 	cell_values = palloc0(sizeof(char *) * (n + 3));
@@ -200,6 +347,7 @@ cell_conn_load_options(const char *packed)
 		cell_keywords[0] = NULL;	/* nothing to connect to */
 	}
 	cell_conn_server = InvalidOid;
+	cell_conn_umid = InvalidOid;
 	cell_conn_need_password = false;	/* the launcher, as the bootstrap superuser */
 	cell_conn_stale = false;
 }

@@ -1063,14 +1063,14 @@ cell_pre_commit(void)
 /*
  * After the local commit or abort: commit or roll back the lease at the
  * store, or with hand_off leave it to the worker when finish_leases_in
- * says so. Never raises: a failure is a WARNING and recovery finishes the
- * lease later (its local row stays after a commit).
+ * says so. It runs only what cannot raise (libpq, plain C, WARNINGs; the
+ * call is not interruptible), rather than catching: a failure is a WARNING
+ * and recovery finishes the lease later (its local row stays after a commit).
  */
 static void
 cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 {
 	const char *cell_lease = lease->uuid;
-	MemoryContext cxt = CurrentMemoryContext;
 	CellCallResult r;
 	char		cell_id[32];
 	const char *params[2];
@@ -1083,66 +1083,50 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 	snprintf(cell_id, sizeof(cell_id), "%lld", (long long) cell_lease_cell_id);
 	params[0] = cell_id;
 	params[1] = cell_lease;
-	PG_TRY();
+	cell_call_finish(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
+					 : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
+					 2, params, false, &r);
+	if (r.status == CELL_CALL_OK && commit && r.abandoned && !cell_store_barrier())
+		ereport(WARNING,
+				(errmsg("claims_cell: lease %s was committed at the claims store only after a try was given up, and could not be confirmed durable",
+						cell_lease),
+				 errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it again.")));
+	else if (r.status == CELL_CALL_OK)
 	{
-		cell_call_finish(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
-						 : "SELECT %s.claims_rollback($1::bigint, $2::uuid)",
-						 2, params, false, &r);
-		if (r.status == CELL_CALL_OK && commit && r.abandoned && !cell_store_barrier())
-			ereport(WARNING,
-					(errmsg("claims_cell: lease %s was committed at the claims store only after a try was given up, and could not be confirmed durable",
-							cell_lease),
-					 errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it again.")));
-		else if (r.status == CELL_CALL_OK)
+		cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
+		/* the worker deletes the local row, or this backend's next transaction */
+		if (commit && !cell_worker_push(cell_lease, 'd'))
 		{
-			cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
-			/* the worker deletes the local row, or this backend's next transaction */
-			if (commit && !cell_worker_push(cell_lease, 'd'))
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			if (list_length(cell_done_leases) >= CELL_DONE_MAX)
 			{
-				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-				if (list_length(cell_done_leases) >= CELL_DONE_MAX)
-				{
-					pfree(linitial(cell_done_leases));
-					cell_done_leases = list_delete_first(cell_done_leases);
-				}
-				cell_done_leases = lappend(cell_done_leases, pstrdup(cell_lease));
-				MemoryContextSwitchTo(old);
+				pfree(linitial(cell_done_leases));
+				cell_done_leases = list_delete_first(cell_done_leases);
 			}
+			cell_done_leases = lappend(cell_done_leases, pstrdup(cell_lease));
+			MemoryContextSwitchTo(old);
 		}
-		else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, "P0002") == 0 &&
-				 !lease->in_doubt)
-		{
-			/* the begin never reached the store: nothing to roll back */
-		}
-		else if (!commit && (r.status != CELL_CALL_REMOTE_ERROR || strcmp(r.sqlstate, "P0002") == 0) &&
-				 cell_worker_push(cell_lease, 'r'))
-			ereport(WARNING,
-					(errmsg("claims_cell: could not roll back lease %s at the claims store: %s",
-							cell_lease, r.message ? r.message : "unknown failure"),
-					 errdetail("The local transaction rolled back; the background worker rolls the lease back.")));
-		else
-			ereport(WARNING,
-					(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
-							commit ? "commit" : "roll back", cell_lease,
-							r.message ? r.message : "unknown failure"),
-					 commit
-					 ? errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it.")
-					 : errdetail("The local transaction rolled back; the lease stays outstanding at the store until recovery rolls it back.")));
 	}
-	PG_CATCH();
+	else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, "P0002") == 0 &&
+			 !lease->in_doubt)
 	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		FlushErrorState();
+		/* the begin never reached the store: nothing to roll back */
+	}
+	else if (!commit && (r.status != CELL_CALL_REMOTE_ERROR || strcmp(r.sqlstate, "P0002") == 0) &&
+			 cell_worker_push(cell_lease, 'r'))
+		ereport(WARNING,
+				(errmsg("claims_cell: could not roll back lease %s at the claims store: %s",
+						cell_lease, r.message ? r.message : "unknown failure"),
+				 errdetail("The local transaction rolled back; the background worker rolls the lease back.")));
+	else
 		ereport(WARNING,
 				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
-						commit ? "commit" : "roll back", cell_lease, e->message)));
-		FreeErrorData(e);
-	}
-	PG_END_TRY();
+						commit ? "commit" : "roll back", cell_lease,
+						r.message ? r.message : "unknown failure"),
+				 commit
+				 ? errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it.")
+				 : errdetail("The local transaction rolled back; the lease stays outstanding at the store until recovery rolls it back.")));
 }
 
 /*
