@@ -121,16 +121,56 @@ AS 'MODULE_PATHNAME', 'claims_cell_store_get_record'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION @extschema@.store_get_record(name, jsonb) FROM PUBLIC;
 
+-- The rows of a claimed column holding a value, locked FOR SHARE NOWAIT
+-- until the transaction ends, read as the table's owner (its code never
+-- runs with the caller's privileges).
+CREATE FUNCTION @extschema@.rows_holding("table" regclass, attnum smallint, value text,
+                                         subject_attnum smallint, source_attnum smallint)
+RETURNS TABLE (source_id bytea, subject bigint)
+AS 'MODULE_PATHNAME', 'claims_cell_rows_holding'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION @extschema@.rows_holding(regclass, smallint, text, smallint, smallint) FROM PUBLIC;
+
+-- One lease of claim_again(): items are {"create": record} or {"destroy":
+-- record}; state '00000' with the lease taken in the calling
+-- transaction, else the store's refusal or why it could not be reached.
+CREATE FUNCTION @extschema@.claim_again_lease(server name, cell_id bigint, items jsonb,
+                                              OUT state text, OUT message text,
+                                              OUT creates integer, OUT destroys integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c jsonb := COALESCE((SELECT pg_catalog.jsonb_agg(e->'create') FROM pg_catalog.jsonb_array_elements(items) e
+                          WHERE e ? 'create'), '[]'::jsonb);
+    d jsonb := COALESCE((SELECT pg_catalog.jsonb_agg(e->'destroy') FROM pg_catalog.jsonb_array_elements(items) e
+                          WHERE e ? 'destroy'), '[]'::jsonb);
+BEGIN
+    creates := pg_catalog.jsonb_array_length(c);
+    destroys := pg_catalog.jsonb_array_length(d);
+    BEGIN
+        SELECT x.sqlstate, x.message INTO state, message
+          FROM @extschema@.store_repair_lease(server, cell_id, c, d) x;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+    END;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.claim_again_lease(name, bigint, jsonb) FROM PUBLIC;
+
 -- The values of leases the store lost although their local transactions
 -- committed (requests: a JSON array of their claims_begin_update
 -- requests). Each value is brought to what the cell's tables hold now,
 -- not to what the lost leases asked (later transactions may have changed
--- it): held by one row and claimed by nobody, it is claimed for that row;
--- held by no row and claimed by this cell, it is released. All in one
--- lease of the calling transaction, committed at the store by its COMMIT.
--- pending: a value is under a lease now, the lease was refused or the
--- store could not be reached (try again next pass); conflicts: values
--- another cell claimed meanwhile, or two rows hold (verify() reports them).
+-- it): held by one row of a claimed column and claimed by nobody, it is
+-- claimed for that row; held by no row and claimed by this cell, it is
+-- released. The holding rows stay locked until the calling transaction
+-- ends, and its COMMIT commits the leases, taken in chunks of at most
+-- min(1000, claims_cell.max_batch_size) records (a refused chunk value by
+-- value). pending: a row or value is busy now, or the store could not be
+-- reached (next pass); conflicts: values another cell claimed meanwhile,
+-- two rows hold, or the store refused alone (verify() reports them).
 CREATE FUNCTION @extschema@.claim_again(server name, cell_id bigint, requests jsonb,
                                         OUT claimed integer, OUT released integer,
                                         OUT pending boolean, OUT conflicts text)
@@ -143,14 +183,15 @@ DECLARE
     a record;
     h record;
     holders jsonb;
+    paused boolean;
     rec jsonb;
     owner bigint;
-    creates jsonb := '[]';
-    destroys jsonb := '[]';
-    st text;
+    items jsonb := '[]';
+    chunk jsonb;
+    one jsonb;
+    r record;
     msg text;
-    enc text := pg_catalog.current_setting('server_encoding');
-    sid_expr text;
+    chunk_limit integer := LEAST(1000, (@extschema@.verify_settings()).max_batch_size);
 BEGIN
     claimed := 0; released := 0; pending := false;
     FOR v IN
@@ -162,35 +203,30 @@ BEGIN
          ORDER BY 1, 2
     LOOP
         holders := '[]';
-        FOR a IN SELECT c.table_name, va.attname AS col, sa.attname AS subj, ka.attname AS keycol,
-                        ka.atttypid AS keytype, c.subject_type, c.source_type
-                   FROM @extschema@.claimed_attributes c
-                   JOIN pg_catalog.pg_attribute va ON va.attrelid OPERATOR(pg_catalog.=) c.table_name
-                        AND va.attnum OPERATOR(pg_catalog.=) c.attnum
-                   JOIN pg_catalog.pg_attribute sa ON sa.attrelid OPERATOR(pg_catalog.=) c.table_name
-                        AND sa.attnum OPERATOR(pg_catalog.=) c.subject_attnum
-                   JOIN pg_catalog.pg_attribute ka ON ka.attrelid OPERATOR(pg_catalog.=) c.table_name
-                        AND ka.attnum OPERATOR(pg_catalog.=) c.source_attnum
-                  WHERE c.bucket_type OPERATOR(pg_catalog.=) v.btype AND c.enabled
-        LOOP
-            sid_expr := CASE
-                WHEN a.keytype IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
-                    THEN pg_catalog.format('pg_catalog.int8send(t.%I::pg_catalog.int8)', a.keycol)
-                WHEN a.keytype OPERATOR(pg_catalog.=) 'uuid'::regtype
-                    THEN pg_catalog.format('pg_catalog.uuid_send(t.%I)', a.keycol)
-                ELSE pg_catalog.format('pg_catalog.convert_to(t.%I::pg_catalog.text, %L)', a.keycol, enc) END;
-            FOR h IN EXECUTE pg_catalog.format(
-                    'SELECT %s AS sid, t.%I::pg_catalog.int8 AS subject FROM %s t'
-                    ' WHERE t.%I::pg_catalog.text OPERATOR(pg_catalog.=) $1', sid_expr, a.subj, a.table_name, a.col)
-                    USING v.value
+        paused := false;
+        BEGIN
+            FOR a IN SELECT c.table_name, c.attnum, c.subject_attnum, c.source_attnum, c.subject_type,
+                            c.source_type, c.enabled
+                       FROM @extschema@.claimed_attributes c
+                      WHERE c.bucket_type OPERATOR(pg_catalog.=) v.btype
             LOOP
-                holders := holders OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'bucket', pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value),
-                    'subject', pg_catalog.jsonb_build_object('type', a.subject_type, 'id', h.subject::pg_catalog.text),
-                    'source', pg_catalog.jsonb_build_object('type', a.source_type,
-                                                            'rails_primary_key_id', @extschema@.source_id_text(h.sid))));
+                FOR h IN SELECT * FROM @extschema@.rows_holding(a.table_name, a.attnum, v.value,
+                                                                a.subject_attnum, a.source_attnum)
+                LOOP
+                    IF NOT a.enabled THEN
+                        paused := true;     -- a paused column's value: left as it is
+                    END IF;
+                    holders := holders OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                        'bucket', pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value),
+                        'subject', pg_catalog.jsonb_build_object('type', a.subject_type, 'id', h.subject::pg_catalog.text),
+                        'source', pg_catalog.jsonb_build_object('type', a.source_type,
+                                                                'rails_primary_key_id', @extschema@.source_id_text(h.source_id))));
+                END LOOP;
             END LOOP;
-        END LOOP;
+        EXCEPTION WHEN lock_not_available THEN
+            pending := true;    -- a writer holds a row of the value: next pass
+            CONTINUE;
+        END;
         BEGIN
             rec := @extschema@.store_get_record(server, pg_catalog.jsonb_build_object('bucket',
                        pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value)));
@@ -201,37 +237,56 @@ BEGIN
             RETURN;
         END;
         owner := (rec->'record'->>'cell_id')::bigint;
-        IF rec IS NOT NULL AND rec->'record'->>'status' IS DISTINCT FROM 'ACTIVE' THEN
+        IF paused THEN
+            NULL;
+        ELSIF rec IS NOT NULL AND rec->'record'->>'status' IS DISTINCT FROM 'ACTIVE' THEN
             pending := true;    -- under a lease now: its transaction decides, look again next pass
         ELSIF pg_catalog.jsonb_array_length(holders) > 1 THEN
             conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||)
                 pg_catalog.format('{%s=%s} is held by %s rows', v.btype, v.value, pg_catalog.jsonb_array_length(holders));
         ELSIF pg_catalog.jsonb_array_length(holders) = 1 AND rec IS NULL THEN
-            creates := creates OPERATOR(pg_catalog.||) holders;
+            items := items OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(
+                pg_catalog.jsonb_build_object('create', holders->0));
         ELSIF pg_catalog.jsonb_array_length(holders) = 1 AND owner OPERATOR(pg_catalog.<>) cell_id THEN
             conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||)
                 pg_catalog.format('{%s=%s} is claimed by cell %s', v.btype, v.value, owner);
         ELSIF pg_catalog.jsonb_array_length(holders) = 0 AND owner OPERATOR(pg_catalog.=) cell_id THEN
-            destroys := destroys OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(
-                pg_catalog.jsonb_build_object('bucket', pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value)));
+            items := items OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('destroy',
+                pg_catalog.jsonb_build_object('bucket', pg_catalog.jsonb_build_object('type', v.btype, 'value', v.value))));
         END IF;
     END LOOP;
-    IF creates OPERATOR(pg_catalog.=) '[]'::jsonb AND destroys OPERATOR(pg_catalog.=) '[]'::jsonb THEN
-        RETURN;
-    END IF;
-    BEGIN
-        SELECT x.sqlstate, x.message INTO st, msg
-          FROM @extschema@.store_repair_lease(server, cell_id, creates, destroys) x;
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
-    END;
-    IF st OPERATOR(pg_catalog.=) '00000' THEN
-        claimed := pg_catalog.jsonb_array_length(creates);
-        released := pg_catalog.jsonb_array_length(destroys);
-    ELSE
-        pending := true;    -- changed meanwhile, or unreachable: next pass
-        conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||) msg;
-    END IF;
+    -- the leases, in chunks; a refused chunk value by value
+    FOR chunk IN
+        SELECT pg_catalog.jsonb_agg(i.item ORDER BY i.n)
+          FROM pg_catalog.jsonb_array_elements(items) WITH ORDINALITY AS i(item, n)
+         GROUP BY (i.n OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog./) chunk_limit
+    LOOP
+        r := @extschema@.claim_again_lease(server, cell_id, chunk);
+        IF r.state OPERATOR(pg_catalog.=) '00000' THEN
+            claimed := claimed + r.creates;
+            released := released + r.destroys;
+            CONTINUE;
+        ELSIF r.state NOT IN ('23505', '55P03', 'P0002', '42501') THEN
+            pending := true;    -- unreachable: next pass
+            conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||) r.message;
+            RETURN;
+        END IF;
+        FOR one IN SELECT pg_catalog.jsonb_build_array(e) FROM pg_catalog.jsonb_array_elements(chunk) e LOOP
+            r := @extschema@.claim_again_lease(server, cell_id, one);
+            IF r.state OPERATOR(pg_catalog.=) '00000' THEN
+                claimed := claimed + r.creates;
+                released := released + r.destroys;
+            ELSIF r.state OPERATOR(pg_catalog.=) '55P03' THEN
+                pending := true;
+            ELSIF r.state NOT IN ('23505', 'P0002', '42501') THEN
+                pending := true;
+                conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||) r.message;
+                RETURN;
+            ELSE
+                conflicts := COALESCE(conflicts OPERATOR(pg_catalog.||) '; ', '') OPERATOR(pg_catalog.||) r.message;
+            END IF;
+        END LOOP;
+    END LOOP;
 END
 $$;
 REVOKE ALL ON FUNCTION @extschema@.claim_again(name, bigint, jsonb) FROM PUBLIC;
@@ -461,3 +516,29 @@ REVOKE ALL ON FUNCTION @extschema@.running_transactions(),
 -- ---------------------------------------------------------------------------
 -- End of: fences wait for transactions.
 -- ---------------------------------------------------------------------------
+
+-- char(n) values are claimed without their padding from 1.4 on, as their
+-- cast to text and verify() read them; the claims a cell made before hold
+-- the padded form. The background worker verifies (and repairs) the
+-- tables with such columns first: a run is started for each now. Until it
+-- is done, another cell could claim a value's unpadded form.
+DO $$
+DECLARE
+    t regclass;
+BEGIN
+    FOR t IN SELECT DISTINCT c.table_name
+               FROM @extschema@.claimed_attributes c
+               JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.table_name
+                    AND a.attnum OPERATOR(pg_catalog.=) c.attnum
+              WHERE pg_catalog.format_type(a.atttypid, NULL) OPERATOR(pg_catalog.=) 'character'
+                 OR EXISTS (SELECT 1 FROM pg_catalog.pg_type d
+                             WHERE d.oid OPERATOR(pg_catalog.=) a.atttypid AND d.typtype OPERATOR(pg_catalog.=) 'd'
+                               AND d.typbasetype OPERATOR(pg_catalog.=) 'pg_catalog.bpchar'::pg_catalog.regtype)
+    LOOP
+        INSERT INTO @extschema@.verify_progress (table_name, run_started_at) VALUES (t, pg_catalog.now())
+            ON CONFLICT (table_name) DO UPDATE SET run_started_at = pg_catalog.now(), resume_after = NULL;
+        RAISE NOTICE 'claims_cell: table % claims a char(n) column: run SELECT * FROM claims_cell.verify(%, repair => true) now (the background worker starts it too)',
+            t, pg_catalog.quote_literal(t::pg_catalog.text);
+    END LOOP;
+END
+$$;

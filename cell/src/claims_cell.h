@@ -63,6 +63,7 @@ typedef struct CellChange
 	bool		create;			/* create (new value) or destroy (old value) */
 	int			level;			/* transaction nesting level that made it */
 	Oid			relid;			/* table and column, for messages */
+	AttrNumber	attnum;			/* the column (names change, numbers stay) */
 	char	   *column;
 	char	   *bucket_type;
 	char	   *value;
@@ -82,6 +83,10 @@ extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 extern bool cell_value_is_blank(const char *s);
 extern bool cell_is_canonical_int64(const char *s);
 extern char *cell_claimed_text(Relation rel, HeapTuple tuple, int attnum);
+
+/* holders.c: rows of a claimed column holding a value */
+extern struct _SPI_plan *cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner);
+extern int64 cell_holders_count(struct _SPI_plan *plan, Oid owner, const char *value);
 
 /* xact.c */
 extern void cell_xact_callback(XactEvent event, void *arg);

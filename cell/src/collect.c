@@ -360,6 +360,7 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	c->create = create;
 	c->level = GetCurrentTransactionNestLevel();
 	c->relid = RelationGetRelid(rel);
+	c->attnum = attnum;
 	c->column = cell_intern(cell_attname(rel, attnum));
 	c->bucket_type = cell_intern(args[1]);
 	c->value = pstrdup(value);

@@ -22,13 +22,8 @@
  */
 #include "claims_cell.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_operator.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "common/base64.h"
@@ -42,9 +37,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
-#include "utils/typcache.h"
 
 /* The changes of one row to one value, in order. */
 typedef struct CellRowChanges
@@ -212,7 +205,7 @@ cell_label(const CellChange *c)
 static bool
 cell_same_row(const CellChange *a, const CellChange *b)
 {
-	return a->relid == b->relid && strcmp(a->column, b->column) == 0 &&
+	return a->relid == b->relid && a->attnum == b->attnum &&
 		a->source_len == b->source_len &&
 		memcmp(a->source_id, b->source_id, a->source_len) == 0;
 }
@@ -342,111 +335,28 @@ cell_fold(List *changes)
 }
 
 /*
- * Whether a plain unique index on the one column enforces what
- * cell_check_local_holders would look for (a value is never held by two
- * rows of the table): valid, not partial, not on an expression.
- */
-static bool
-cell_unique_index_on(Relation rel, AttrNumber attnum)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	bool		found = false;
-	ListCell   *lc;
-
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index idx;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		idx = (Form_pg_index) GETSTRUCT(tup);
-		if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == 1 &&
-			idx->indkey.values[0] == attnum &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-			found = true;
-		ReleaseSysCache(tup);
-		if (found)
-			break;
-	}
-	list_free(indexes);
-	return found;
-}
-
-/*
- * The query counting the rows of a claimed column that hold a value ($1,
- * its claimed text), planned for this transaction; NULL when a unique index
- * makes it needless. It looks with the column type's equality (an index
- * on the column serves it) and compares the claimed text byte for byte.
- */
-static SPIPlanPtr
-cell_holders_plan(Oid relid, const char *column)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	AttrNumber	attnum = get_attnum(relid, column);
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-	TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
-	const char *qcol = quote_identifier(column);
-	StringInfoData sql;
-	SPIPlanPtr	plan = NULL;
-	Oid			argtype = TEXTOID;
-
-	if (!cell_unique_index_on(rel, attnum))
-	{
-		initStringInfo(&sql);
-		appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM ONLY %s t WHERE ",
-						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-													RelationGetRelationName(rel)));
-		if (OidIsValid(tc->eq_opr))
-		{
-			HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
-			Form_pg_operator op;
-
-			if (!HeapTupleIsValid(tup))
-				elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
-			op = (Form_pg_operator) GETSTRUCT(tup);
-			appendStringInfo(&sql, "t.%s OPERATOR(%s.%s) CAST($1 AS %s) AND ", qcol,
-							 quote_identifier(get_namespace_name(op->oprnamespace)),
-							 NameStr(op->oprname),
-							 format_type_extended(att->atttypid, att->atttypmod,
-												  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
-			ReleaseSysCache(tup);
-		}
-		appendStringInfo(&sql, "CAST(t.%s AS pg_catalog.text) COLLATE pg_catalog.\"C\""
-						 " OPERATOR(pg_catalog.=) $1", qcol);
-		plan = SPI_prepare(sql.data, 1, &argtype);
-		if (plan == NULL)
-			elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql.data,
-				 SPI_result_code_string(SPI_result));
-	}
-	table_close(rel, NoLock);
-	return plan;
-}
-
-/*
  * Raise 23505 when a value this transaction claims is held by another row
  * of its column too: a row written before the column was claimed, with the
- * triggers off, or earlier in this transaction. A unique index on the
- * column already forbids that; without one the table is searched (inside
- * SPI_connect, as the extension's owner).
+ * triggers off, or earlier in this transaction (inside SPI_connect). The
+ * rows are counted as the table's owner (holders.c); a unique index on the
+ * column forbids such rows already, and a column without any index is not
+ * searched (the store and verify() see such rows).
  */
 static void
 cell_check_local_holders(List *nets)
 {
 	List	   *columns = NIL;	/* CellChange per claimed column seen */
 	List	   *plans = NIL;
+	List	   *owners = NIL;
 	ListCell   *lc;
 
 	foreach(lc, nets)
 	{
 		CellChange *c = ((CellNet *) lfirst(lc))->last;
 		SPIPlanPtr	plan = NULL;
+		Oid			owner = InvalidOid;
 		bool		found = false;
 		ListCell   *lc2;
-		Datum		arg;
-		int			ret;
-		bool		isnull;
 
 		if (!c->create)
 			continue;
@@ -454,27 +364,22 @@ cell_check_local_holders(List *nets)
 		{
 			CellChange *k = lfirst(lc2);
 
-			if (k->relid == c->relid && strcmp(k->column, c->column) == 0)
+			if (k->relid == c->relid && k->attnum == c->attnum)
 			{
 				plan = list_nth(plans, foreach_current_index(lc2));
+				owner = list_nth_oid(owners, foreach_current_index(lc2));
 				found = true;
 				break;
 			}
 		}
 		if (!found)
 		{
-			plan = cell_holders_plan(c->relid, c->column);
+			plan = cell_holders_count_plan(c->relid, c->attnum, &owner);
 			columns = lappend(columns, c);
 			plans = lappend(plans, plan);
+			owners = lappend_oid(owners, owner);
 		}
-		if (plan == NULL)
-			continue;
-		arg = CStringGetTextDatum(c->value);
-		ret = SPI_execute_plan(plan, &arg, NULL, true, 1);
-		if (ret != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "claims_cell: looking for rows holding a claimed value failed: %s",
-				 SPI_result_code_string(ret));
-		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) > 1)
+		if (plan != NULL && cell_holders_count(plan, owner, c->value) > 1)
 			cell_raise_duplicate(c, c);
 	}
 	foreach(lc, plans)
@@ -790,15 +695,52 @@ cell_lease_confirm(CellLease *lease, const CellCallResult *r)
 }
 
 /*
- * After a P0002 refusal: drop from nets the destroys of values the store
- * says it does not hold ("{TYPE=value} (not claimed)" in its detail), with
- * a WARNING and a count each; a replace of such a value becomes a create.
- * A row going away must not fail on a claim that never existed (a row
- * written with the triggers off, or restored); verify() reports the rest.
- * Returns whether anything was dropped.
+ * Whether the store holds a value for this cell, asked with
+ * claims_get_record (inside SPI_connect); true when it cannot tell.
  */
 static bool
-cell_drop_unclaimed(List **nets, const char *detail)
+cell_store_holds(const CellChange *c, int64 cell_id)
+{
+	StringInfoData req;
+	CellCallResult r;
+	const char *params[1];
+	Datum		arg;
+	Oid			argtype = TEXTOID;
+	bool		isnull;
+	Datum		owner;
+
+	initStringInfo(&req);
+	appendStringInfoString(&req, "{\"bucket\": {\"type\": ");
+	escape_json(&req, c->bucket_type);
+	appendStringInfoString(&req, ", \"value\": ");
+	escape_json(&req, c->value);
+	appendStringInfoString(&req, "}}");
+	params[0] = req.data;
+	cell_call("SELECT %s.claims_get_record($1::jsonb)", 1, params, true, &r);
+	if (r.status != CELL_CALL_OK)
+		return true;
+	if (r.value == NULL)
+		return false;			/* nobody claims it */
+	arg = CStringGetTextDatum(r.value);
+	if (SPI_execute_with_args("SELECT CAST(CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'cell_id' AS pg_catalog.int8)",
+							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		return true;
+	owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull || DatumGetInt64(owner) == cell_id;
+}
+
+/*
+ * After a refusal to destroy (P0002: not claimed; 42501: another cell's):
+ * drop from nets the destroys of values the store does not hold for this
+ * cell, each confirmed with claims_get_record, with a WARNING and a count
+ * each; a replace of such a value becomes a create. A row going away must
+ * not fail on a claim that never was this cell's (a row written with the
+ * triggers off, or restored); verify() reports the rest. Only the values
+ * the refusal's detail names are asked about. Returns whether anything
+ * was dropped.
+ */
+static bool
+cell_drop_unclaimed(List **nets, const char *detail, int64 cell_id)
 {
 	bool		dropped = false;
 	ListCell   *lc;
@@ -806,12 +748,9 @@ cell_drop_unclaimed(List **nets, const char *detail)
 	foreach(lc, *nets)
 	{
 		CellNet    *n = lfirst(lc);
-		char	   *fault;
 
-		if (!n->existed)
-			continue;
-		fault = psprintf("%s (not claimed)", cell_label(n->last));
-		if (strstr(detail, fault) == NULL)
+		if (!n->existed || strstr(detail, cell_label(n->last)) == NULL ||
+			cell_store_holds(n->last, cell_id))
 			continue;
 		ereport(WARNING,
 				(errmsg("claims_cell: value \"%s\" of column \"%s\" of table \"%s\" was not claimed at the claims store",
@@ -854,8 +793,10 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 		{
 			/* a refusal leaves no lease, unless an abandoned first try still runs */
 			lease->sent = lease->in_doubt = r.abandoned;
-			if (!r.abandoned && strcmp(r.sqlstate, "P0002") == 0 && r.detail != NULL &&
-				cell_drop_unclaimed(&nets, r.detail))
+			if (!r.abandoned && r.detail != NULL &&
+				(strcmp(r.sqlstate, "P0002") == 0 ||
+				 (strcmp(r.sqlstate, "42501") == 0 && strncmp(r.message, "cannot destroy", 14) == 0)) &&
+				cell_drop_unclaimed(&nets, r.detail, cell_id))
 			{
 				if (nets == NIL)
 					return;

@@ -1,0 +1,278 @@
+/*-------------------------------------------------------------------------
+ *
+ * holders.c
+ *	  The rows of a claimed column that hold a value: counted at COMMIT to
+ *	  refuse two rows of one value, and listed by reconcile() to claim a
+ *	  lost value again for its row.
+ *
+ * The lookups run as the table's owner, in a security-restricted
+ * operation under a pinned search path, as ANALYZE and REFRESH
+ * MATERIALIZED VIEW run a table's code: the column's type, its equality
+ * operator, a domain's checks and casts are the owner's to define, and
+ * must never run with the privileges of the extension's owner or of
+ * whoever calls reconcile(). A value is matched with the type's equality
+ * (an index on the column serves it), then by its text byte for byte.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "claims_cell.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+PG_FUNCTION_INFO_V1(claims_cell_rows_holding);
+
+/* What an index on a table says about one of its columns. */
+typedef enum CellColumnIndex
+{
+	CELL_INDEX_NONE,			/* no index leads with the column */
+	CELL_INDEX_PLAIN,			/* one leads with it */
+	CELL_INDEX_UNIQUE			/* a valid unique index on it alone, not partial */
+} CellColumnIndex;
+
+/* The best index of a table on a column. */
+static CellColumnIndex
+cell_column_index(Relation rel, AttrNumber attnum)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	CellColumnIndex best = CELL_INDEX_NONE;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index idx;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		idx = (Form_pg_index) GETSTRUCT(tup);
+		if (idx->indisvalid && idx->indnkeyatts >= 1 && idx->indkey.values[0] == attnum)
+		{
+			if (idx->indisunique && idx->indnkeyatts == 1 &&
+				heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+				heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+				best = CELL_INDEX_UNIQUE;
+			else if (best == CELL_INDEX_NONE)
+				best = CELL_INDEX_PLAIN;
+		}
+		ReleaseSysCache(tup);
+	}
+	list_free(indexes);
+	return best;
+}
+
+/* " WHERE" condition of the rows whose column holds $1 (text). */
+static void
+cell_holders_where(StringInfo sql, Form_pg_attribute att)
+{
+	TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
+	const char *qcol = quote_identifier(NameStr(att->attname));
+
+	appendStringInfoString(sql, " WHERE ");
+	if (OidIsValid(tc->eq_opr))
+	{
+		HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
+		Form_pg_operator op;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+		op = (Form_pg_operator) GETSTRUCT(tup);
+		appendStringInfo(sql, "t.%s OPERATOR(%s.%s) CAST($1 AS %s) AND ", qcol,
+						 quote_identifier(get_namespace_name(op->oprnamespace)),
+						 NameStr(op->oprname),
+						 format_type_extended(att->atttypid, att->atttypmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		ReleaseSysCache(tup);
+	}
+	appendStringInfo(sql, "CAST(t.%s AS pg_catalog.text) COLLATE pg_catalog.\"C\""
+					 " OPERATOR(pg_catalog.=) $1", qcol);
+}
+
+/* Become the table's owner for its code (undone by cell_holders_leave). */
+static void
+cell_holders_enter(Oid owner, Oid *save_user, int *save_sec, int *save_nestlevel)
+{
+	GetUserIdAndSecContext(save_user, save_sec);
+	*save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	SetUserIdAndSecContext(owner, *save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/* Back to the caller. */
+static void
+cell_holders_leave(Oid save_user, int save_sec, int save_nestlevel)
+{
+	SetUserIdAndSecContext(save_user, save_sec);
+	AtEOXact_GUC(true, save_nestlevel);
+}
+
+/*
+ * Prepare (inside SPI_connect) the count of the rows of a claimed column
+ * holding a value, for PRE_COMMIT; NULL when there is nothing to look for
+ * there: a unique index forbids two rows of a value already, and a column
+ * with no index at all would be scanned once per value (and, under
+ * SERIALIZABLE, locked whole), so it is left to the store and verify().
+ * *owner is the table's owner, who runs it.
+ */
+SPIPlanPtr
+cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Form_pg_attribute att;
+	StringInfoData sql;
+	SPIPlanPtr	plan = NULL;
+	Oid			argtype = TEXTOID;
+	Oid			save_user;
+	int			save_sec;
+	int			save_nestlevel;
+
+	*owner = rel->rd_rel->relowner;
+	if (attnum <= 0 || attnum > RelationGetDescr(rel)->natts ||
+		TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attisdropped ||
+		cell_column_index(rel, attnum) != CELL_INDEX_PLAIN)
+	{
+		table_close(rel, NoLock);
+		return NULL;
+	}
+	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM ONLY %s t",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	cell_holders_where(&sql, att);
+	cell_holders_enter(*owner, &save_user, &save_sec, &save_nestlevel);
+	plan = SPI_prepare(sql.data, 1, &argtype);
+	cell_holders_leave(save_user, save_sec, save_nestlevel);
+	if (plan == NULL)
+		elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql.data,
+			 SPI_result_code_string(SPI_result));
+	table_close(rel, NoLock);
+	return plan;
+}
+
+/*
+ * Run a count plan for a value (inside SPI_connect) as the table's owner,
+ * with a snapshot taken now: under REPEATABLE READ the transaction's own
+ * snapshot would still show rows deleted since, whose claims are gone.
+ */
+int64
+cell_holders_count(SPIPlanPtr plan, Oid owner, const char *value)
+{
+	Datum		arg = CStringGetTextDatum(value);
+	Oid			save_user;
+	int			save_sec;
+	int			save_nestlevel;
+	int			ret;
+	bool		isnull;
+	int64		n;
+
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
+	ret = SPI_execute_plan(plan, &arg, NULL, true, 1);
+	cell_holders_leave(save_user, save_sec, save_nestlevel);
+	PopActiveSnapshot();
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "claims_cell: looking for rows holding a claimed value failed: %s",
+			 SPI_result_code_string(ret));
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return n;
+}
+
+/*
+ * claims_cell.rows_holding(table regclass, attnum smallint, value text,
+ * subject_attnum smallint, source_attnum smallint) RETURNS TABLE (source_id
+ * bytea, subject bigint): the rows of a claimed column holding a value,
+ * each with its source id as the store spells it and its subject, locked
+ * FOR SHARE (NOWAIT: 55P03 when a writer holds one) until the transaction
+ * ends, so none can go before a claim made for it is committed. Run as the
+ * table's owner. For reconcile()'s claim_again().
+ */
+Datum
+claims_cell_rows_holding(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	AttrNumber	attnum = PG_GETARG_INT16(1);
+	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	AttrNumber	subject_attnum = PG_GETARG_INT16(3);
+	AttrNumber	source_attnum = PG_GETARG_INT16(4);
+	Relation	rel;
+	TupleDesc	desc;
+	Form_pg_attribute key;
+	Oid			owner;
+	StringInfoData sql;
+	const char *qkey;
+	Oid			argtype = TEXTOID;
+	Datum		arg;
+	Oid			save_user;
+	int			save_sec;
+	int			save_nestlevel;
+	int			ret;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	owner = rel->rd_rel->relowner;
+	if (attnum <= 0 || attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped ||
+		subject_attnum <= 0 || subject_attnum > desc->natts ||
+		source_attnum <= 0 || source_attnum > desc->natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("claimed attribute %d of table \"%s\" does not exist", attnum,
+						RelationGetRelationName(rel))));
+	key = TupleDescAttr(desc, source_attnum - 1);
+	qkey = quote_identifier(NameStr(key->attname));
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	if (key->atttypid == INT2OID || key->atttypid == INT4OID || key->atttypid == INT8OID)
+		appendStringInfo(&sql, "pg_catalog.int8send(t.%s::pg_catalog.int8)", qkey);
+	else if (key->atttypid == UUIDOID)
+		appendStringInfo(&sql, "pg_catalog.uuid_send(t.%s)", qkey);
+	else
+		appendStringInfo(&sql, "pg_catalog.convert_to(CAST(t.%s AS pg_catalog.text), %s)", qkey,
+						 quote_literal_cstr(GetDatabaseEncodingName()));
+	appendStringInfo(&sql, ", CAST(t.%s AS pg_catalog.int8) FROM ONLY %s t",
+					 quote_identifier(NameStr(TupleDescAttr(desc, subject_attnum - 1)->attname)),
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	cell_holders_where(&sql, TupleDescAttr(desc, attnum - 1));
+	appendStringInfoString(&sql, " FOR SHARE OF t NOWAIT");
+	table_close(rel, NoLock);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
+	arg = CStringGetTextDatum(value);
+	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
+	ret = SPI_execute_with_args(sql.data, 1, &argtype, &arg, NULL, false, 0);
+	cell_holders_leave(save_user, save_sec, save_nestlevel);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql.data, SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2];
+
+		values[0] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[0]);
+		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &nulls[1]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
