@@ -1054,12 +1054,15 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 	{
 		/* the begin never reached the store: nothing to roll back */
 	}
-	else if (!commit && (r.status != CELL_CALL_REMOTE_ERROR || strcmp(r.sqlstate, "P0002") == 0) &&
-			 cell_worker_push(cell_lease, 'r'))
+	else if ((r.status != CELL_CALL_REMOTE_ERROR || (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
+			 cell_worker_push(cell_lease, commit ? 'c' : 'r'))
 		ereport(WARNING,
-				(errmsg("claims_cell: could not roll back lease %s at the claims store: %s",
-						cell_lease, r.message ? r.message : "unknown failure"),
-				 errdetail("The local transaction rolled back; the background worker rolls the lease back.")));
+				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
+						commit ? "commit" : "roll back", cell_lease,
+						r.message ? r.message : "unknown failure"),
+				 commit
+				 ? errdetail("The local transaction committed; the background worker commits the lease.")
+				 : errdetail("The local transaction rolled back; the background worker rolls the lease back.")));
 	else
 		ereport(WARNING,
 				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",

@@ -196,7 +196,9 @@ for my $s ($ins, $p, values %lease)
 }
 like($ins->{err}, qr/ERROR:\s+08006:/, 'the claiming INSERT fails with 08006');
 like($lease{tk}{err}, qr/WARNING:\s+01000: claims_cell: could not commit lease/,
-	'the COMMIT warns that its lease is left for recovery');
+	'the COMMIT warns that it could not commit its lease');
+like($lease{tk}{err}, qr/DETAIL:\s+The local transaction committed; the background worker commits the lease\./,
+	'and that it was handed to the background worker');
 like($lease{tr}{err}, qr/WARNING:\s+01000: claims_cell: could not roll back lease/,
 	'the ROLLBACK warns that its lease could not be rolled back');
 like($lease{tr}{err}, qr/DETAIL:\s+The local transaction rolled back; the background worker rolls the lease back\./,

@@ -19,6 +19,7 @@ my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 
 my $node = cell_node('cell', "claims_cell.verify_interval = 0\n");
 my $tables = q{
 CREATE TABLE users (id bigint PRIMARY KEY, username text);
+CREATE INDEX ON users (username);
 SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
 CREATE TABLE members (id bigint PRIMARY KEY, username text UNIQUE);
 SELECT claims_cell.claim_column('members', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_USERS');
@@ -85,6 +86,19 @@ INSERT INTO users VALUES (3, 'shadow');
 is($st, '23505', 'a row written before holds the value: unique violation at COMMIT');
 like($err, qr/"shadow"/, 'the error names the value');
 is(owners('shadow'), '', 'nothing is claimed for row 4');
+
+# --- A column with no index at all is not searched at COMMIT (a scan per
+# value): such a row is left to the store and verify().
+$node->safe_psql('cell1', q{
+CREATE TABLE plain (id bigint PRIMARY KEY, username text);
+SELECT claims_cell.claim_column('plain', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_SNIPPETS');
+SET session_replication_role = replica;
+INSERT INTO plain VALUES (3, 'shadow2');
+});
+($st, $out, $err) = sql_state($node, 'cell1', q{INSERT INTO plain VALUES (4, 'shadow2')});
+is($st, '00000', 'a column without an index is not searched at COMMIT') or diag($err);
+like( $node->safe_psql('cell1', q{SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('plain')}),
+	qr/^2\|/, 'verify() reports both rows holding the value as missing');
 
 # --- Deleting a twin never releases the other's claim (the original defect:
 # the delete of row 2 destroyed the claim row 1 still needed).
