@@ -30,7 +30,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
@@ -168,8 +167,9 @@ cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner)
 
 /*
  * Run a count plan for a value (inside SPI_connect) as the table's owner,
- * with a snapshot taken now: under REPEATABLE READ the transaction's own
- * snapshot would still show rows deleted since, whose claims are gone.
+ * under the active snapshot: the caller's, taken now (under REPEATABLE
+ * READ the transaction's own would still show rows deleted since, whose
+ * claims are gone).
  */
 int64
 cell_holders_count(SPIPlanPtr plan, Oid owner, const char *value)
@@ -182,12 +182,9 @@ cell_holders_count(SPIPlanPtr plan, Oid owner, const char *value)
 	bool		isnull;
 	int64		n;
 
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetLatestSnapshot());
 	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
 	ret = SPI_execute_plan(plan, &arg, NULL, true, 1);
 	cell_holders_leave(save_user, save_sec, save_nestlevel);
-	PopActiveSnapshot();
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "claims_cell: looking for rows holding a claimed value failed: %s",
 			 SPI_result_code_string(ret));

@@ -350,6 +350,8 @@ cell_check_local_holders(List *nets)
 	List	   *owners = NIL;
 	ListCell   *lc;
 
+	/* the latest row versions, as a unique index checks them (REPEATABLE READ) */
+	PushActiveSnapshot(GetLatestSnapshot());
 	foreach(lc, nets)
 	{
 		CellChange *c = ((CellNet *) lfirst(lc))->last;
@@ -382,6 +384,7 @@ cell_check_local_holders(List *nets)
 		if (plan != NULL && cell_holders_count(plan, owner, c->value) > 1)
 			cell_raise_duplicate(c, c);
 	}
+	PopActiveSnapshot();
 	foreach(lc, plans)
 	{
 		if (lfirst(lc) != NULL)
@@ -1054,23 +1057,25 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 	{
 		/* the begin never reached the store: nothing to roll back */
 	}
-	else if ((r.status != CELL_CALL_REMOTE_ERROR || (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
-			 cell_worker_push(cell_lease, commit ? 'c' : 'r'))
-		ereport(WARNING,
-				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
-						commit ? "commit" : "roll back", cell_lease,
-						r.message ? r.message : "unknown failure"),
-				 commit
-				 ? errdetail("The local transaction committed; the background worker commits the lease.")
-				 : errdetail("The local transaction rolled back; the background worker rolls the lease back.")));
 	else
+	{
+		/* a refusal is final; anything else the worker tries again at once */
+		bool		handed = (r.status != CELL_CALL_REMOTE_ERROR ||
+							  (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
+			cell_worker_push(cell_lease, commit ? 'c' : 'r');
+
 		ereport(WARNING,
 				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
 						commit ? "commit" : "roll back", cell_lease,
 						r.message ? r.message : "unknown failure"),
-				 commit
-				 ? errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it.")
-				 : errdetail("The local transaction rolled back; the lease stays outstanding at the store until recovery rolls it back.")));
+				 handed
+				 ? (commit
+					? errdetail("The local transaction committed; the background worker commits the lease.")
+					: errdetail("The local transaction rolled back; the background worker rolls the lease back."))
+				 : (commit
+					? errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it.")
+					: errdetail("The local transaction rolled back; the lease stays outstanding at the store until recovery rolls it back."))));
+	}
 }
 
 /*
