@@ -14,10 +14,11 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(store_node cell_node add_cell sql_state);
+our @EXPORT = qw(store_node cell_node add_cell sql_state start_session);
 
 # A started store node with cells registered: store_node(name, [id, name, role], ...).
 # Its databases are UTF8, so non-ASCII values compare byte for byte.
@@ -81,6 +82,21 @@ sub sql_state
 		stdout => \$out, stderr => \$err, on_error_stop => 1, %params);
 	my $state = $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : '00000';
 	return ($state, $out, $err);
+}
+
+# A psql session on a database (a name or a conninfo) of a node that is sent sql and keeps
+# running (IPC::Run, 180 s timeout): returns {h, in, out, err}; append to
+# in and pump h to go on.
+sub start_session
+{
+	my ($node, $db, $sql) = @_;
+	my @psql = ('psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
+		'-h', $node->host, '-p', $node->port, '-d', $db);
+	my %s = (in => $sql, out => '', err => '');
+	$s{h} = IPC::Run::start(\@psql, '<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
+		IPC::Run::timeout(180));
+	$s{h}->pump while length $s{in};
+	return \%s;
 }
 
 1;

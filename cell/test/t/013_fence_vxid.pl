@@ -40,20 +40,6 @@ CREATE TRIGGER hold_before BEFORE INSERT ON claims_cell.outstanding_leases
 # the other role's sessions are hidden from the view by its own setting
 $node->safe_psql('postgres', q{ALTER ROLE other_writer SET track_activities = off});
 
-my @psql = ('psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-	'-h', $node->host, '-p', $node->port);
-
-# A psql session on cell1 fed with sql; returns its harness and buffers.
-sub start_session
-{
-	my ($conninfo, $sql) = @_;
-	my %s = (in => $sql, out => '', err => '');
-	$s{h} = IPC::Run::start([ @psql, '-d', "dbname=cell1 $conninfo" ],
-		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err}, IPC::Run::timeout(180));
-	$s{h}->pump while length $s{in};
-	return \%s;
-}
-
 sub reconcile
 {
 	return $node->safe_psql('cell1',
@@ -71,9 +57,9 @@ sub hidden_writer
 {
 	my ($what, $conninfo, $setup, $id, $value) = @_;
 
-	my $lock = start_session('', "SELECT pg_advisory_lock(4242);\n");
+	my $lock = start_session($node, 'dbname=cell1', "SELECT pg_advisory_lock(4242);\n");
 	$lock->{h}->pump until $lock->{out} ne '';
-	my $w = start_session($conninfo, "$setup\nINSERT INTO users VALUES ($id, '$value');\n");
+	my $w = start_session($node, "dbname=cell1 $conninfo", "$setup\nINSERT INTO users VALUES ($id, '$value');\n");
 	ok( $node->poll_query_until('cell1',
 			q{SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted}),
 		"$what: the writer has its lease at the store and waits before its row");
@@ -114,7 +100,7 @@ hidden_writer('another role, track_activities off', 'user=other_writer', '', 2, 
 # A fence of an older version (no transactions recorded) records the ones
 # running at the next pass, and goes once they ended.
 $node->safe_psql('cell1', q{DROP TRIGGER hold_before ON claims_cell.outstanding_leases});
-my $idle = start_session('', "BEGIN;\nSELECT pg_backend_pid();\n");
+my $idle = start_session($node, 'dbname=cell1', "BEGIN;\nSELECT pg_backend_pid();\n");
 $idle->{h}->pump until $idle->{out} =~ /^(\d+)$/m;
 my $idle_pid = $1;
 $node->safe_psql('cell1', q{INSERT INTO claims_cell.outstanding_leases (uuid, fence, created_at, updated_at)

@@ -35,24 +35,11 @@ DELETE FROM claims WHERE creator_id = 1;
 DELETE FROM claim_leases WHERE creator_id = 1;
 });
 
-my @psql = ('psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-	'-h', $node->host, '-p', $node->port, '-d', 'cell1');
-
-sub start_session
-{
-	my ($sql) = @_;
-	my %s = (in => $sql, out => '', err => '');
-	$s{h} = IPC::Run::start(\@psql, '<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
-		IPC::Run::timeout(180));
-	$s{h}->pump while length $s{in};
-	return \%s;
-}
-
 # hold the second bucket type's table so that the pass stops between the
 # holder scan of EMAILS=a@example.com and its repair lease
-my $lock = start_session("BEGIN;\nLOCK TABLE users IN ACCESS EXCLUSIVE MODE;\nSELECT 'locked';\n");
+my $lock = start_session($node, 'cell1', "BEGIN;\nLOCK TABLE users IN ACCESS EXCLUSIVE MODE;\nSELECT 'locked';\n");
 $lock->{h}->pump until $lock->{out} =~ /locked/;
-my $rec = start_session("SELECT * FROM claims_cell.reconcile();\n");
+my $rec = start_session($node, 'cell1', "SELECT * FROM claims_cell.reconcile();\n");
 ok( $node->poll_query_until('cell1', q{
 SELECT count(*) = 1 FROM pg_locks WHERE relation = 'users'::regclass AND NOT granted}),
 	'the pass scanned the emails and waits to scan users');
@@ -60,7 +47,7 @@ SELECT count(*) = 1 FROM pg_locks WHERE relation = 'users'::regclass AND NOT gra
 # A writer deletes the row holding the lost value meanwhile: the pass holds
 # the row (FOR SHARE) until its claim is committed, so the writer waits and
 # then releases that claim.
-my $writer = start_session("DELETE FROM emails WHERE id = 1;\nSELECT 'deleted';\n");
+my $writer = start_session($node, 'cell1', "DELETE FROM emails WHERE id = 1;\nSELECT 'deleted';\n");
 ok( $node->poll_query_until('cell1', q{
 SELECT count(*) >= 1 FROM pg_stat_activity WHERE query LIKE 'DELETE FROM emails%' AND wait_event_type = 'Lock'}),
 	'the writer waits for the pass, which holds the row');

@@ -20,26 +20,13 @@ SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
 CREATE TABLE plain (id bigint PRIMARY KEY, username text);
 });
 
-my @psql = ('psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-	'-h', $node->host, '-p', $node->port, '-d', 'cell1');
-
-sub start_session
-{
-	my ($sql) = @_;
-	my %s = (in => $sql, out => '', err => '');
-	$s{h} = IPC::Run::start(\@psql, '<', \$s{in}, '>', \$s{out}, '2>', \$s{err},
-		IPC::Run::timeout(180));
-	$s{h}->pump while length $s{in};
-	return \%s;
-}
-
 sub two_writers
 {
 	my ($table) = @_;
 	my @s;
 	for my $i (1, 2)
 	{
-		my $s = start_session("BEGIN ISOLATION LEVEL SERIALIZABLE;\n"
+		my $s = start_session($node, 'cell1', "BEGIN ISOLATION LEVEL SERIALIZABLE;\n"
 			  . "INSERT INTO $table VALUES ($i, '$table-$i');\nSELECT 'inserted';\n");
 		$s->{h}->pump until $s->{out} =~ /inserted/;
 		push @s, $s;
