@@ -86,6 +86,7 @@ static bool cell_call_interrupted = false;
 #define CELL_STORE_CLIENT_CHECK "1s"
 
 static void cell_conn_set_options(List *kw, List *vals);
+static void cell_conn_discard(void);
 
 /* Syscache callback: a server or user mapping changed. */
 static void
@@ -119,17 +120,26 @@ cell_free_options(char **keywords, char **values)
 
 /*
  * Keep the connection in use for its user mapping and clear the current
- * state (a stale one is closed instead).
+ * state; one that is stale, or not connected, is closed and freed instead.
  */
 static void
-cell_conn_park(void)
+cell_conn_park(bool stale)
 {
 	CellConnKey key;
 	CellConnEntry *e;
 	bool		found;
 
-	if (!OidIsValid(cell_conn_umid) || cell_conn_stale || cell_conn == NULL)
+	if (!OidIsValid(cell_conn_umid) || stale || cell_conn == NULL)
+	{
+		cell_conn_discard();
+		cell_free_options(cell_keywords, cell_values);
+		cell_keywords = cell_values = NULL;
+		if (cell_label)
+			pfree(cell_label);
+		cell_label = NULL;
+		cell_conn_umid = InvalidOid;
 		return;
+	}
 	if (cell_parked == NULL)
 	{
 		HASHCTL		ctl;
@@ -252,27 +262,30 @@ cell_conn_prepare(Oid serverid)
 	List	   *kw;
 	List	   *vals;
 	bool		need_password;
+	bool		stale;
 	Oid			umid;
 
 	if (!cell_conn_stale && serverid == cell_conn_server && GetUserId() == cell_conn_user)
 		return;
+	/* an invalidation that arrives while the options are read marks them stale again */
+	stale = cell_conn_stale;
+	cell_conn_stale = false;
 	cell_conn_options(serverid, GetUserId(), &kw, &vals, &need_password);
 	umid = GetUserMapping(GetUserId(), serverid)->umid;
-	if (!cell_conn_stale && serverid == cell_conn_server && umid == cell_conn_umid &&
+	if (!stale && serverid == cell_conn_server && umid == cell_conn_umid &&
 		need_password == cell_conn_need_password)
 	{
 		/* another user of the same mapping (PUBLIC): the same connection */
 		cell_conn_user = GetUserId();
 		return;
 	}
-	cell_conn_park();
+	cell_conn_park(stale);
 	if (!cell_conn_unpark(umid, need_password, serverid))
 		cell_conn_set_options(kw, vals);
 	cell_conn_need_password = need_password;
 	cell_conn_server = serverid;
 	cell_conn_user = GetUserId();
 	cell_conn_umid = umid;
-	cell_conn_stale = false;
 }
 
 /*

@@ -136,7 +136,8 @@ cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
  * Insert a lease's row (inside SPI_connect, as the extension's owner) with
  * the request that took it, which lets reconcile() claim the values again
  * should the store lose the lease (a failover). Before the 1.4 update the
- * table has no request column; the statement is planned once per backend.
+ * table has no request column; the statement is planned again when an
+ * update in this session adds it.
  */
 static int
 cell_insert_lease_row(pg_uuid_t *uuid, const char *request)
@@ -145,13 +146,20 @@ cell_insert_lease_row(pg_uuid_t *uuid, const char *request)
 	static bool with_request = false;
 	Oid			argtypes[2] = {UUIDOID, JSONBOID};
 	Datum		args[2];
+	Oid			rel = get_relname_relid("outstanding_leases", get_namespace_oid("claims_cell", false));
+	bool		has_request = OidIsValid(rel) && get_attnum(rel, "request") != InvalidAttrNumber;
 
+	/* ALTER EXTENSION UPDATE in this session adds the column: plan again */
+	if (plan != NULL && has_request != with_request)
+	{
+		SPI_freeplan(plan);
+		plan = NULL;
+	}
 	if (plan == NULL)
 	{
-		Oid			rel = get_relname_relid("outstanding_leases", get_namespace_oid("claims_cell", false));
 		const char *sql;
 
-		with_request = OidIsValid(rel) && get_attnum(rel, "request") != InvalidAttrNumber;
+		with_request = has_request;
 		sql = with_request
 			? "INSERT INTO claims_cell.outstanding_leases (uuid, request) VALUES ($1, $2)"
 			" ON CONFLICT (uuid) DO NOTHING"
