@@ -33,7 +33,9 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -412,11 +414,29 @@ cell_conn_take_notifications(const char *channel, int64 cell_id)
 	return found;
 }
 
-/* Whether a cancel or terminate request waits to be served. */
+/*
+ * Whether a cancel or terminate request waits to be served, or the
+ * postmaster is gone (the backend is about to exit).
+ */
 static bool
 cell_interrupt_pending(void)
 {
-	return ProcDiePending || QueryCancelPending;
+	return ProcDiePending || QueryCancelPending || !PostmasterIsAlive();
+}
+
+/*
+ * Exit as every backend does when the postmaster is gone. Only a call that
+ * may be interrupted exits here: a wait in the commit or abort callback
+ * gives up instead, since exiting inside them would run the abort callback
+ * within the exit and call proc_exit() again from it.
+ */
+static void
+cell_exit_if_postmaster_died(bool interruptible)
+{
+	if (interruptible && !proc_exit_inprogress && !PostmasterIsAlive())
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("terminating connection due to unexpected postmaster exit")));
 }
 
 /*
@@ -437,13 +457,14 @@ cell_wait(PGconn *conn, bool for_write, TimestampTz deadline, bool interruptible
 
 		if (interruptible)
 			CHECK_FOR_INTERRUPTS();
+		cell_exit_if_postmaster_died(interruptible);
 		if (cell_interrupt_pending())
 			return CELL_CALL_INTERRUPTED;
 		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (ms <= 0)
 			return CELL_CALL_TIMEOUT;
 		rc = WaitLatchOrSocket(MyLatch,
-							   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH |
+							   WL_LATCH_SET | WL_TIMEOUT | WL_POSTMASTER_DEATH |
 							   (for_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE),
 							   PQsocket(conn), ms, PG_WAIT_EXTENSION);
 		if (rc & WL_LATCH_SET)
@@ -471,6 +492,8 @@ cell_fail(CellCallResult *r, CellCallStatus st, const char *what)
 static CellCallStatus
 cell_fail_wait(CellCallResult *r, CellCallStatus st, const char *what)
 {
+	if (st == CELL_CALL_INTERRUPTED && !PostmasterIsAlive())
+		return cell_fail(r, st, "the postmaster exited: this backend is exiting");
 	if (st == CELL_CALL_INTERRUPTED)
 		return cell_fail(r, st, "interrupted by a cancel or terminate request");
 	return cell_fail(r, st, what);
@@ -792,8 +815,9 @@ cell_call_internal(const char *sql, int nparams, const char *const *params,
 		cell_call_interrupted = false;
 	else if (cell_call_interrupted || cell_interrupt_pending())
 	{
-		cell_fail(r, CELL_CALL_INTERRUPTED,
-				  "not tried: a cancel or terminate request interrupted this backend's calls");
+		cell_fail(r, CELL_CALL_INTERRUPTED, !PostmasterIsAlive()
+				  ? "not tried: the postmaster exited"
+				  : "not tried: a cancel or terminate request interrupted this backend's calls");
 		return;
 	}
 	for (int attempt = 1; attempt <= 2; attempt++)
