@@ -71,6 +71,7 @@ extern void claims_registry_pin(void);
 extern const ClaimsTypeEntry *claims_type_by_id(ClaimsRegistryKind kind, int32 id);
 extern const ClaimsTypeEntry *claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len);
 extern const ClaimsTypeEntry *claims_bucket_type_by_field(const char *field, int len);
+extern const ClaimsTypeEntry *claims_bucket_type_by_claim_type(const char *tail, int len);
 extern const char *claims_registry_kind_label(ClaimsRegistryKind kind);
 extern const char *claims_registry_table(ClaimsRegistryKind kind);
 

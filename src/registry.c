@@ -231,6 +231,30 @@ claims_bucket_type_by_field(const char *field, int len)
 	return NULL;
 }
 
+/*
+ * The bucket type whose types.v1.ClaimType name ends in this tail: its
+ * claim field in upper case ("USER_ID" of CLAIM_TYPE_USER_ID), or NULL.
+ */
+const ClaimsTypeEntry *
+claims_bucket_type_by_claim_type(const char *tail, int len)
+{
+	claims_registry_check_pinned();
+	for (int i = 0; i < registry_count[CLAIMS_BUCKET_TYPES]; i++)
+	{
+		ClaimsTypeEntry *e = &registry_entries[CLAIMS_BUCKET_TYPES][i];
+		int			j;
+
+		if (e->claim_field == NULL || (int) strlen(e->claim_field) != len)
+			continue;
+		for (j = 0; j < len; j++)
+			if (pg_ascii_toupper((unsigned char) e->claim_field[j]) != tail[j])
+				break;
+		if (j == len)
+			return e;
+	}
+	return NULL;
+}
+
 /* Human name of a registry, for messages. */
 const char *
 claims_registry_kind_label(ClaimsRegistryKind kind)

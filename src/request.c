@@ -1216,6 +1216,37 @@ claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out)
 }
 
 /*
+ * One element of claim_types (types.v1.ClaimType): its proto3 JSON name,
+ * CLAIM_TYPE_ followed by a bucket type's claim field in upper case
+ * (CLAIM_TYPE_USER_ID), or, as before, a bucket type's name, alias or
+ * number (the two enums share their numbers).
+ */
+static int32
+claims_read_claim_type(const JsonbValue *v, const ClaimsPath *path)
+{
+	static const char prefix[] = "CLAIM_TYPE_";
+	int			plen = sizeof(prefix) - 1;
+
+	if (v->type == jbvString && v->val.string.len > plen &&
+		memcmp(v->val.string.val, prefix, plen) == 0)
+	{
+		const char *tail = v->val.string.val + plen;
+		int			tlen = v->val.string.len - plen;
+		const ClaimsTypeEntry *e;
+
+		if (tlen == 11 && memcmp(tail, "UNSPECIFIED", 11) == 0)
+			claims_malformed(path, "claim type must not be CLAIM_TYPE_UNSPECIFIED");
+		e = claims_bucket_type_by_claim_type(tail, tlen);
+		if (e != NULL)
+			return e->id;
+		if (claims_type_by_name(CLAIMS_BUCKET_TYPES, v->val.string.val, v->val.string.len) == NULL)
+			claims_malformed(path, "unknown claim type \"%s\" (a claim type is CLAIM_TYPE_ and a claim_field of claim_bucket_types in upper case)",
+							 claims_echo(v->val.string.val, v->val.string.len));
+	}
+	return claims_read_enum(CLAIMS_BUCKET_TYPES, v, path);
+}
+
+/*
  * ListRecordsRequest {cell_id, source_type, bucket_types, source_id_gt,
  * source_id_lte, claim_types, limit}.
  */
@@ -1253,7 +1284,9 @@ claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out)
 		{
 			ClaimsPath	ep = {&lp, NULL, 0, i};
 
-			out->types[out->ntypes++] = claims_read_enum(CLAIMS_BUCKET_TYPES, &elems[i], &ep);
+			out->types[out->ntypes++] = which == 5
+				? claims_read_claim_type(&elems[i], &ep)
+				: claims_read_enum(CLAIMS_BUCKET_TYPES, &elems[i], &ep);
 		}
 	}
 
