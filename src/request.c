@@ -555,10 +555,10 @@ claims_hex_value(char c)
 }
 
 /*
- * A UUID in its canonical 8-4-4-4-12 hex form.
+ * A UUID string in its canonical 8-4-4-4-12 hex form.
  */
 static void
-claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
+claims_read_uuid_text(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 {
 	const char *s;
 	int			len;
@@ -589,6 +589,31 @@ claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 		out->data[n++] = (uint8) ((hi << 4) | lo);
 		i += 2;
 	}
+}
+
+/*
+ * A UUID: the bare string, or the types.v1.UUID message that proto3 JSON
+ * writes, {"value": "..."}.
+ */
+static void
+claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
+{
+	ClaimsField f[] = {{"value"}};
+	ClaimsPath	vp;
+
+	if (v->type == jbvString)
+	{
+		claims_read_uuid_text(v, path, out);
+		return;
+	}
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		claims_malformed(path, "expected a UUID string or {\"value\": UUID string}, not %s",
+						 claims_json_kind(v));
+	claims_read_object(v, path, f, lengthof(f));
+	vp = claims_field_path(path, &f[0]);
+	if (!f[0].present)
+		claims_malformed(&vp, "a UUID is required");
+	claims_read_uuid_text(&f[0].value, &vp, out);
 }
 
 /* Read exactly ndigits decimal digits at s[*pos]; -1 if not there. */
