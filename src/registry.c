@@ -110,6 +110,8 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 		e->claim_field = isnull ? NULL : TextDatumGetCString(d);
 		d = SPI_getbinval(tup, desc, 4, &isnull);
 		e->integer_valued = isnull ? false : DatumGetBool(d);
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		e->builtin = isnull ? false : DatumGetBool(d);
 		d = SPI_getbinval(tup, desc, 5, &isnull);
 		if (!isnull)
 		{
