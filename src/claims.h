@@ -210,6 +210,7 @@ extern void claims_parse_begin(Jsonb *request, ClaimsBeginRequest *out);
 extern void claims_parse_get_record(Jsonb *request, ClaimsBucketRef *out);
 extern void claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out);
 extern void claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out);
+extern void claims_parse_finish(Jsonb *request, int64 *cell_id, pg_uuid_t *lease_uuid);
 extern void claims_digest(const char *value, int len, uint8 *digest);
 
 /* json_out.c: proto3 JSON output */

@@ -1337,3 +1337,24 @@ claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out)
 	}
 	out->limit = claims_read_limit(&f[6], &root, CLAIMS_RECORDS_DEFAULT_LIMIT, CLAIMS_RECORDS_MAX_LIMIT);
 }
+
+/*
+ * CommitUpdateRequest and RollbackUpdateRequest {cell_id, lease_uuid}: both
+ * required; the caller must be allowed to act for the cell.
+ */
+void
+claims_parse_finish(Jsonb *request, int64 *cell_id, pg_uuid_t *lease_uuid)
+{
+	ClaimsPath	root = {NULL, "$", 1, -1};
+	JsonbValue	rv = claims_request_root(request, &root);
+	ClaimsField f[] = {{"cell_id"}, {"lease_uuid"}};
+	ClaimsPath	up;
+
+	claims_read_object(&rv, &root, f, lengthof(f));
+	*cell_id = claims_read_cell_id(&f[0], &root, false);
+	up = claims_field_path(&root, &f[1]);
+	if (!f[1].present)
+		claims_malformed(&up, "lease_uuid is required");
+	claims_read_uuid(&f[1].value, &up, lease_uuid);
+}
+
