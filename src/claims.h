@@ -265,11 +265,15 @@ typedef enum ClaimsStatCounter
 extern void claims_stats_init(void);
 extern void claims_stats_add(ClaimsStatCounter counter, int64 n);
 extern void claims_stats_count(ClaimsStatCounter counter);
-extern void claims_stats_count_begin(int ncreates, int ndestroys, int nops);
-extern void claims_stats_count_finish(bool commit, bool repeated);
 extern void claims_stats_worker_cycle(bool starting);
 extern bool claims_stats_worker_interrupted(void);
 extern void claims_stats_worker_report(TimestampTz run, int64 stale_leases, int64 oldest_age);
+extern void claims_stats_count_cell(ClaimsStatCounter counter, int64 cell_id);
+extern void claims_stats_begin_update_cell(int64 cell_id);
+extern void claims_stats_count_begin_cell(int64 cell_id, int ncreates, int ndestroys, int nops);
+extern void claims_stats_count_finish_cell(int64 cell_id, bool commit, bool repeated);
+extern void claims_stats_worker_report_cells(int ncells, const int64 *cell_ids,
+											 const int64 *stale_leases, const int64 *oldest_ages);
 
 /* worker.c: the stale lease reporter and its settings (seconds) */
 extern int	claims_stale_lease_threshold;

@@ -1,6 +1,9 @@
 # claims_stats: every counter moves exactly as a scripted sequence of calls
-# says, errors included; reset and privileges; and without
-# shared_preload_libraries the store works while claims_stats fails 55000.
+# says, errors included, in the totals and per cell (claims_stats_by_cell:
+# the calls whose request named a registered cell); reset and privileges;
+# claims_oldest_leases finds each cell's oldest outstanding lease through
+# the outstanding leases' index; and without shared_preload_libraries the
+# store works while claims_stats fails 55000.
 use strict;
 use warnings;
 
@@ -61,23 +64,50 @@ register_cells($node, 1, 2, 3, 9);
 $node->safe_psql('postgres', $sqlstate_of);
 
 my %expected = map { $_ => 0 } @counters;
+my @cells = (1, 2, 3, 4, 9);
+my %cell_expected = map { my $c = $_; $c => { map { $_ => 0 } @counters } } @cells;
 
-# Run one step and check every counter against the expectation.
+# Every cell's counters in claims_stats_by_cell, "cell:c1,c2,...;" (zeros
+# for a cell without a row).
+sub cell_counters
+{
+	return $node->safe_psql('postgres',
+		'SELECT string_agg(c || \':\' || concat_ws(\',\', '
+		  . join(', ', map { "coalesce(s.$_, 0)" } @counters)
+		  . "), ';' ORDER BY c) FROM unnest('{" . join(',', @cells) . "}'::bigint[]) c"
+		  . ' LEFT JOIN claims_stats_by_cell s ON s.cell_id = c');
+}
+
+sub cell_expectation
+{
+	return join(';',
+		map { my $c = $_; "$c:" . join(',', map { $cell_expected{$c}{$_} } @counters) } @cells);
+}
+
+# Run one step and check every counter against the expectation; the moves
+# count for the cell named by "cell" too, when given.
 sub step
 {
 	my ($label, $sql, $want_state, %moves) = @_;
+	my $cell = delete $moves{cell};
 	my $quoted = $sql =~ s/'/''/gr;
 	my $state = $node->safe_psql('postgres', "SELECT sqlstate_of('$quoted')");
 	is($state, $want_state, "$label: SQLSTATE $want_state");
 	$expected{$_} += $moves{$_} for keys %moves;
+	if (defined $cell)
+	{
+		$cell_expected{$cell}{$_} += $moves{$_} for keys %moves;
+	}
 	my $got = $node->safe_psql('postgres',
 		'SELECT ' . join(q{ || ',' || }, @counters) . ' FROM claims_stats');
 	is($got, join(',', map { $expected{$_} } @counters), "$label: counters");
+	is(cell_counters(), cell_expectation(), "$label: counters per cell");
 	return;
 }
 
 # Reset, then everything is zero.
-$node->safe_psql('postgres', 'SELECT claims_begin_update(\'' . request(9, [ record('warmup') ], []) . '\')');
+my $warmup = $node->safe_psql('postgres',
+	'SELECT claims_begin_update(\'' . request(9, [ record('warmup') ], []) . '\') ->> \'lease_uuid\'');
 my $before = $node->safe_psql('postgres', 'SELECT stats_reset FROM claims_stats');
 $node->safe_psql('postgres', 'SELECT claims_stats_reset()');
 is( $node->safe_psql(
@@ -85,6 +115,9 @@ is( $node->safe_psql(
 		'SELECT ' . join(' + ', @counters) . ", stats_reset > '$before' FROM claims_stats"),
 	'0|t',
 	'reset: every counter zero, reset time moved');
+is( $node->safe_psql('postgres',
+		'SELECT ' . join(' + ', @counters) . ' FROM claims_stats_by_cell WHERE cell_id = 9'),
+	'0', 'reset: the counters of the cell counted before are zero too');
 
 my $l1 = '01900000-0000-7000-8000-000000000001';
 my $l2 = '01900000-0000-7000-8000-000000000002';
@@ -93,33 +126,33 @@ my $l4 = '01900000-0000-7000-8000-000000000004';
 my $r4 = request(3, [ record('u4') ], [], $l4);
 
 step('begin creating two', "SELECT claims_begin_update('" . request(1, [ record('u1'), record('u2') ], [], $l1) . "')",
-	'00000', begin_updates => 1, claims_created => 2);
-step('commit', "SELECT claims_commit(1, '$l1')", '00000', commits => 1);
-step('repeated commit', "SELECT claims_commit(1, '$l1')", '00000', repeated_commits => 1);
+	'00000', cell => 1, begin_updates => 1, claims_created => 2);
+step('commit', "SELECT claims_commit(1, '$l1')", '00000', cell => 1, commits => 1);
+step('repeated commit', "SELECT claims_commit(1, '$l1')", '00000', cell => 1, repeated_commits => 1);
 step('begin replacing one and destroying one',
 	"SELECT claims_begin_update('" . request(1, [ record('u1', 2) ], [ record('u1'), record('u2') ], $l2) . "')",
-	'00000', begin_updates => 1, claims_replaced => 1, claims_destroyed => 1);
-step('rollback', "SELECT claims_rollback(1, '$l2')", '00000', rollbacks => 1);
-step('repeated rollback', "SELECT claims_rollback(1, '$l2')", '00000', repeated_rollbacks => 1);
+	'00000', cell => 1, begin_updates => 1, claims_replaced => 1, claims_destroyed => 1);
+step('rollback', "SELECT claims_rollback(1, '$l2')", '00000', cell => 1, rollbacks => 1);
+step('repeated rollback', "SELECT claims_rollback(1, '$l2')", '00000', cell => 1, repeated_rollbacks => 1);
 step('permanent conflict', "SELECT claims_begin_update('" . request(2, [ record('u1') ], []) . "')",
-	'23505', begin_updates => 1, conflicts_permanent => 1);
+	'23505', cell => 2, begin_updates => 1, conflicts_permanent => 1);
 step('begin creating one', "SELECT claims_begin_update('" . request(1, [ record('u3') ], [], $l3) . "')",
-	'00000', begin_updates => 1, claims_created => 1);
+	'00000', cell => 1, begin_updates => 1, claims_created => 1);
 step('temporary conflict', "SELECT claims_begin_update('" . request(2, [ record('u3') ], []) . "')",
-	'55P03', begin_updates => 1, conflicts_temporary => 1);
+	'55P03', cell => 2, begin_updates => 1, conflicts_temporary => 1);
 step('malformed request', q{SELECT claims_begin_update('{"cell_id": 1, "bogus": 1}')},
 	'22023', begin_updates => 1, malformed_requests => 1);
 step('malformed cell id', "SELECT claims_commit(0, '$l3')", '22023', malformed_requests => 1);
-step('ownership violation', "SELECT claims_commit(2, '$l3')", '42501', ownership_violations => 1);
+step('ownership violation', "SELECT claims_commit(2, '$l3')", '42501', cell => 2, ownership_violations => 1);
 step('destroy of another cell\'s value', "SELECT claims_begin_update('" . request(2, [], [ record('u1') ]) . "')",
-	'42501', begin_updates => 1, ownership_violations => 1);
+	'42501', cell => 2, begin_updates => 1, ownership_violations => 1);
 step('unknown lease', "SELECT claims_commit(1, '01900000-0000-7000-8000-0000000000ff')",
-	'P0002', not_found => 1);
+	'P0002', cell => 1, not_found => 1);
 step('destroy of an unclaimed value', "SELECT claims_begin_update('" . request(1, [], [ record('nobody') ]) . "')",
-	'P0002', begin_updates => 1, not_found => 1);
+	'P0002', cell => 1, begin_updates => 1, not_found => 1);
 step('begin with a lease uuid', "SELECT claims_begin_update('$r4')", '00000',
-	begin_updates => 1, claims_created => 1);
-step('identical retry', "SELECT claims_begin_update('$r4')", '00000', begin_updates => 1);
+	cell => 3, begin_updates => 1, claims_created => 1);
+step('identical retry', "SELECT claims_begin_update('$r4')", '00000', cell => 3, begin_updates => 1);
 step('commit of a rolled back lease', "SELECT claims_commit(1, '$l2')", '55000');
 # A cell nobody registered is refused (42501) as soon as its cell_id is read:
 # the call counts as a begin_update, but it touches nobody's value or lease,
@@ -142,6 +175,39 @@ is( $node->safe_psql(
 SELECT sqlstate_of('SELECT * FROM claims_stats'), sqlstate_of('SELECT claims_stats_reset()')}),
 	'00000|42501',
 	'pg_monitor reads the statistics but cannot reset them');
+is( $node->safe_psql(
+		'postgres', q{SET ROLE plain;
+SELECT sqlstate_of('SELECT * FROM claims_stats_by_cell'), sqlstate_of('SELECT * FROM claims_oldest_leases')}),
+	'42501|42501',
+	'PUBLIC reads neither the statistics per cell nor the oldest leases');
+is( $node->safe_psql(
+		'postgres', q{SET ROLE monitor;
+SELECT sqlstate_of('SELECT * FROM claims_stats_by_cell'), sqlstate_of('SELECT * FROM claims_oldest_leases')}),
+	'00000|00000',
+	'pg_monitor reads the statistics per cell and the oldest leases');
+
+# claims_oldest_leases: the oldest outstanding lease of every registered
+# cell, found through claim_leases_outstanding_idx even among 200 000
+# finished leases and 20 000 outstanding ones of another cell.
+is( $node->safe_psql(
+		'postgres', q{SET ROLE monitor;
+SELECT string_agg(cell_id || ' ' || coalesce(lease_uuid::text, '-') || ' ' || (age > '0'), ', ' ORDER BY cell_id)
+  FROM claims_oldest_leases}),
+	"1 $l3 true, 2 - false, 3 $l4 true, 9 $warmup true",
+	'each cell\'s oldest outstanding lease (the others have none, age 0)');
+$node->safe_psql('postgres', q{
+INSERT INTO claim_leases (uuid, creator_id, payload, state, claim_types, claim_digests, finished_at)
+SELECT gen_random_uuid(), 1 + i % 3, '{}', CASE WHEN i % 11 = 0 THEN 'outstanding'::claim_lease_state ELSE 'committed' END,
+       '{}', '{}', CASE WHEN i % 11 = 0 THEN NULL ELSE now() END
+  FROM generate_series(1, 220000) i;
+ANALYZE claim_leases;
+});
+my $plan = $node->safe_psql('postgres', 'SET ROLE monitor; EXPLAIN SELECT * FROM claims_oldest_leases');
+note($plan);
+like($plan, qr/claim_leases_outstanding_idx/, 'claims_oldest_leases probes the outstanding leases\' index');
+unlike($plan, qr/Seq Scan on claim_leases/, 'and scans no lease table');
+is( $node->safe_psql('postgres', q{SELECT lease_uuid FROM claims_oldest_leases WHERE cell_id = 1}),
+	$l3, 'the oldest lease is still the oldest');
 $node->stop;
 
 # Without shared_preload_libraries (overriding any TEMP_CONFIG).
