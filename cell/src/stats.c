@@ -52,5 +52,6 @@ claims_cell_stats(PG_FUNCTION_ARGS)
 	values[i++] = TimestampTzGetDatum(s.last_verify);
 	/* 1.4: destroys of values the store did not hold */
 	values[i++] = Int64GetDatum((int64) s.counters[CELL_STAT_UNCLAIMED_DESTROYS]);
+	values[i++] = Int64GetDatum((int64) s.counters[CELL_STAT_RECONCILE_FAILURES]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
