@@ -25,6 +25,9 @@ PACKAGES=(
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
     openssl
+    # the monitoring suite: promtool, a Prometheus server and the exporter
+    prometheus
+    prometheus-postgres-exporter
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 
