@@ -72,3 +72,37 @@ COMMENT ON VIEW @extschema@.claims_oldest_leases IS
 
 REVOKE ALL ON TABLE @extschema@.claims_oldest_leases FROM PUBLIC;
 GRANT SELECT ON TABLE @extschema@.claims_oldest_leases TO pg_monitor, claims_admin;
+
+-- Values per bucket type, from shared memory: values created, destroyed and
+-- replaced by successful claims_begin_update calls, and values at fault in
+-- refused ones by conflict (23505 permanent, 55P03 temporary; one refused
+-- call may hold several). One row per type id below 256 counted since the
+-- server started; the view adds the type's name.
+CREATE FUNCTION @extschema@.claims_stats_by_bucket_type(
+    OUT bucket_type integer,
+    OUT values_created bigint,
+    OUT values_destroyed bigint,
+    OUT values_replaced bigint,
+    OUT conflicts_permanent bigint,
+    OUT conflicts_temporary bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'claims_stats_by_bucket_type'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE VIEW @extschema@.claims_stats_by_bucket_type AS
+SELECT s.bucket_type, t.name AS bucket_type_name,
+       s.values_created, s.values_destroyed, s.values_replaced,
+       s.conflicts_permanent, s.conflicts_temporary
+  FROM @extschema@.claims_stats_by_bucket_type() s
+  LEFT JOIN @extschema@.claim_bucket_types t
+         ON t.type_id OPERATOR(pg_catalog.=) s.bucket_type;
+
+COMMENT ON FUNCTION @extschema@.claims_stats_by_bucket_type() IS
+    'Values changed and values at fault in conflicts per bucket type since the last reset';
+COMMENT ON VIEW @extschema@.claims_stats_by_bucket_type IS
+    'Values changed and values at fault in conflicts per bucket type since the last reset';
+
+REVOKE ALL ON FUNCTION @extschema@.claims_stats_by_bucket_type() FROM PUBLIC;
+REVOKE ALL ON TABLE @extschema@.claims_stats_by_bucket_type FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.claims_stats_by_bucket_type() TO pg_monitor;
+GRANT SELECT ON TABLE @extschema@.claims_stats_by_bucket_type TO pg_monitor;

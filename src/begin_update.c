@@ -67,6 +67,27 @@ claims_op_cmp(const void *a, const void *b)
 	return (int) y->in_create_list - (int) x->in_create_list;
 }
 
+/*
+ * Count a successful batch's values per bucket type: the operations are in
+ * bucket type order, so each type's run is added at once.
+ */
+static void
+claims_count_types(const ClaimsBatchOp *ops, int nops)
+{
+	int64		n[3] = {0, 0, 0};
+
+	for (int i = 0; i < nops; i++)
+	{
+		n[ops[i].op == CLAIMS_OP_CREATE ? 0 : ops[i].op == CLAIMS_OP_DESTROY ? 1 : 2]++;
+		if (i + 1 < nops && ops[i + 1].m->bucket_type == ops[i].m->bucket_type)
+			continue;
+		claims_stats_count_type(ops[i].m->bucket_type, CLAIMS_TYPE_STAT_CREATED, n[0]);
+		claims_stats_count_type(ops[i].m->bucket_type, CLAIMS_TYPE_STAT_DESTROYED, n[1]);
+		claims_stats_count_type(ops[i].m->bucket_type, CLAIMS_TYPE_STAT_REPLACED, n[2]);
+		n[0] = n[1] = n[2] = 0;
+	}
+}
+
 /* Order failures as the request listed them: creates, then destroys. */
 static int
 claims_failed_cmp(const void *a, const void *b)
@@ -236,6 +257,11 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 
 		if (first == NULL && failed[i].kind == worst)
 			first = label;
+		if (failed[i].kind == CLAIMS_PERMANENT || failed[i].kind == CLAIMS_TEMPORARY)
+			claims_stats_count_type(failed[i].m->bucket_type,
+									failed[i].kind == CLAIMS_PERMANENT ?
+									CLAIMS_TYPE_STAT_CONFLICTS_PERMANENT :
+									CLAIMS_TYPE_STAT_CONFLICTS_TEMPORARY, 1);
 		appendStringInfo(&detail, "%s%s (%s)", i > 0 ? ", " : "", label,
 						 failure_words[failed[i].kind]);
 	}
@@ -445,7 +471,10 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	else if (touched != nops || placeholders != 0)
 		claims_report_failures(&req, ops, nops, &lease_uuid);
 	else
+	{
 		claims_stats_count_begin_cell(req.cell_id, req.ncreates, req.ndestroys, nops);
+		claims_count_types(ops, nops);
+	}
 
 	MemoryContextSwitchTo(caller);
 	claims_json_init(&js);

@@ -19,7 +19,10 @@
  * entry is claimed with a compare-and-swap of its cell id and never freed,
  * so finding one takes no lock, and its counters are atomic additions
  * (backends of one cell share them). Calls for cells beyond the table's
- * capacity are counted in the totals only. The
+ * capacity are counted in the totals only. Values changed and values at
+ * fault in conflicts are also counted per bucket type, in a table indexed
+ * by the type id (1 to CLAIMS_STATS_TYPES - 1; other ids are not counted
+ * per type). The
  * stale lease reporter also publishes per cell what its last run found.
  *
  * Without shared_preload_libraries there is no shared memory: counting is a
@@ -49,6 +52,10 @@ PG_FUNCTION_INFO_V1(claims_stats_by_cell);
 
 /* Cells whose calls are counted one by one. */
 #define CLAIMS_STATS_CELLS	1024
+/* Bucket type ids below this are counted one by one. */
+#define CLAIMS_STATS_TYPES	256
+
+PG_FUNCTION_INFO_V1(claims_stats_by_bucket_type);
 
 /* One backend's counters, written only by that backend. */
 typedef struct ClaimsStatsSlot
@@ -74,6 +81,15 @@ typedef struct ClaimsCellStats
 
 #define CLAIMS_CELL_STRIDE	TYPEALIGN(PG_CACHE_LINE_SIZE, sizeof(ClaimsCellStats))
 
+/* One bucket type's counters: added to atomically, baselines under the lock. */
+typedef struct ClaimsTypeStats
+{
+	pg_atomic_uint64 counters[CLAIMS_NUM_TYPE_STATS];
+	uint64		baseline[CLAIMS_NUM_TYPE_STATS];
+} ClaimsTypeStats;
+
+#define CLAIMS_TYPE_STRIDE	TYPEALIGN(PG_CACHE_LINE_SIZE, sizeof(ClaimsTypeStats))
+
 typedef struct ClaimsStatsShared
 {
 	LWLock	   *lock;			/* readers (shared) against resets */
@@ -90,6 +106,7 @@ typedef struct ClaimsStatsShared
 static ClaimsStatsShared *claims_shared = NULL;
 static char *claims_slots = NULL;
 static char *claims_cells = NULL;
+static char *claims_types = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -97,9 +114,11 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static Size
 claims_stats_memsize(void)
 {
-	return add_size(add_size(CACHELINEALIGN(sizeof(ClaimsStatsShared)),
-							 mul_size(CLAIMS_SLOT_STRIDE, MaxBackends)),
-					mul_size(CLAIMS_CELL_STRIDE, CLAIMS_STATS_CELLS));
+	Size		size = CACHELINEALIGN(sizeof(ClaimsStatsShared));
+
+	size = add_size(size, mul_size(CLAIMS_SLOT_STRIDE, MaxBackends));
+	size = add_size(size, mul_size(CLAIMS_CELL_STRIDE, CLAIMS_STATS_CELLS));
+	return add_size(size, mul_size(CLAIMS_TYPE_STRIDE, CLAIMS_STATS_TYPES));
 }
 
 /* The i-th entry of the per-cell table. */
@@ -107,6 +126,13 @@ static ClaimsCellStats *
 claims_cell_entry(int i)
 {
 	return (ClaimsCellStats *) (claims_cells + i * CLAIMS_CELL_STRIDE);
+}
+
+/* The counters of bucket type id i. */
+static ClaimsTypeStats *
+claims_type_entry(int i)
+{
+	return (ClaimsTypeStats *) (claims_types + i * CLAIMS_TYPE_STRIDE);
 }
 
 /* Ask for the shared memory and the lock (postmaster, PG15 hook). */
@@ -132,6 +158,7 @@ claims_stats_shmem_startup(void)
 	claims_shared = ShmemInitStruct("claims statistics", claims_stats_memsize(), &found);
 	claims_slots = (char *) claims_shared + CACHELINEALIGN(sizeof(ClaimsStatsShared));
 	claims_cells = claims_slots + CLAIMS_SLOT_STRIDE * MaxBackends;
+	claims_types = claims_cells + CLAIMS_CELL_STRIDE * CLAIMS_STATS_CELLS;
 	if (!found)
 	{
 		memset(claims_shared, 0, sizeof(ClaimsStatsShared));
@@ -156,6 +183,14 @@ claims_stats_shmem_startup(void)
 			for (int c = 0; c < CLAIMS_NUM_STATS; c++)
 				pg_atomic_init_u64(&e->counters[c], 0);
 			e->oldest_stale_age = -1;
+		}
+		for (int i = 0; i < CLAIMS_STATS_TYPES; i++)
+		{
+			ClaimsTypeStats *t = claims_type_entry(i);
+
+			memset(t, 0, sizeof(ClaimsTypeStats));
+			for (int c = 0; c < CLAIMS_NUM_TYPE_STATS; c++)
+				pg_atomic_init_u64(&t->counters[c], 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -294,6 +329,15 @@ claims_stats_count_begin_cell(int64 cell_id, int ncreates, int ndestroys, int no
 	claims_stats_add_cell(CLAIMS_STAT_CLAIMS_REPLACED, cell_id, nreplaces, true);
 }
 
+/* Add n to a counter of one bucket type (ids beyond the table: nothing). */
+void
+claims_stats_count_type(int32 bucket_type, ClaimsTypeStatCounter counter, int64 n)
+{
+	if (claims_shared == NULL || n <= 0 || bucket_type <= 0 || bucket_type >= CLAIMS_STATS_TYPES)
+		return;
+	pg_atomic_fetch_add_u64(&claims_type_entry(bucket_type)->counters[counter], (uint64) n);
+}
+
 /* Count a successful commit or rollback, first or repeated. */
 void
 claims_stats_count_finish_cell(int64 cell_id, bool commit, bool repeated)
@@ -413,6 +457,13 @@ claims_stats_reset(PG_FUNCTION_ARGS)
 
 		for (int c = 0; c < CLAIMS_NUM_STATS; c++)
 			e->baseline[c] = pg_atomic_read_u64(&e->counters[c]);
+	}
+	for (int i = 0; i < CLAIMS_STATS_TYPES; i++)
+	{
+		ClaimsTypeStats *t = claims_type_entry(i);
+
+		for (int c = 0; c < CLAIMS_NUM_TYPE_STATS; c++)
+			t->baseline[c] = pg_atomic_read_u64(&t->counters[c]);
 	}
 	claims_shared->stats_reset = GetCurrentTimestamp();
 	LWLockRelease(claims_shared->lock);
@@ -545,6 +596,45 @@ claims_stats_by_cell(PG_FUNCTION_ARGS)
 		else
 			values[CLAIMS_NUM_STATS + 2] = claims_usecs_interval(e->oldest_stale_age);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(claims_shared->lock);
+	return (Datum) 0;
+}
+
+/*
+ * claims_stats_by_bucket_type() returns setof record: one row per bucket
+ * type id with anything counted since the server started, its counters
+ * since the last reset.
+ */
+Datum
+claims_stats_by_bucket_type(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		values[CLAIMS_NUM_TYPE_STATS + 1];
+	bool		nulls[CLAIMS_NUM_TYPE_STATS + 1] = {0};
+
+	claims_stats_check_available();
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != CLAIMS_NUM_TYPE_STATS + 1)
+		elog(ERROR, "claims: claims_stats_by_bucket_type() has %d columns, expected %d",
+			 rsinfo->setDesc->natts, CLAIMS_NUM_TYPE_STATS + 1);
+
+	LWLockAcquire(claims_shared->lock, LW_SHARED);
+	for (int i = 1; i < CLAIMS_STATS_TYPES; i++)
+	{
+		ClaimsTypeStats *t = claims_type_entry(i);
+		bool		seen = false;
+
+		values[0] = Int32GetDatum(i);
+		for (int c = 0; c < CLAIMS_NUM_TYPE_STATS; c++)
+		{
+			uint64		v = pg_atomic_read_u64(&t->counters[c]);
+
+			seen |= v > 0;
+			values[c + 1] = Int64GetDatum((int64) (v > t->baseline[c] ? v - t->baseline[c] : 0));
+		}
+		if (seen)
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	LWLockRelease(claims_shared->lock);
 	return (Datum) 0;

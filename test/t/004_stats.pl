@@ -1,6 +1,7 @@
 # claims_stats: every counter moves exactly as a scripted sequence of calls
-# says, errors included, in the totals and per cell (claims_stats_by_cell:
-# the calls whose request named a registered cell); reset and privileges;
+# says, errors included, in the totals, per cell (claims_stats_by_cell:
+# the calls whose request named a registered cell) and per bucket type
+# (claims_stats_by_bucket_type: values); reset and privileges;
 # claims_oldest_leases finds each cell's oldest outstanding lease through
 # the outstanding leases' index; and without shared_preload_libraries the
 # store works while claims_stats fails 55000.
@@ -102,6 +103,15 @@ sub step
 		'SELECT ' . join(q{ || ',' || }, @counters) . ' FROM claims_stats');
 	is($got, join(',', map { $expected{$_} } @counters), "$label: counters");
 	is(cell_counters(), cell_expectation(), "$label: counters per cell");
+	# every value of the sequence is a USERNAMES one, and every conflict has
+	# one value at fault: the type's counts are the totals'
+	is( $node->safe_psql('postgres',
+			q{SELECT concat_ws(',', values_created, values_destroyed, values_replaced,
+			                   conflicts_permanent, conflicts_temporary)
+			    FROM claims_stats_by_bucket_type WHERE bucket_type_name = 'USERNAMES'}),
+		join(',', map { $expected{$_} } qw(claims_created claims_destroyed claims_replaced
+			  conflicts_permanent conflicts_temporary)),
+		"$label: counters of the bucket type");
 	return;
 }
 
@@ -118,6 +128,10 @@ is( $node->safe_psql(
 is( $node->safe_psql('postgres',
 		'SELECT ' . join(' + ', @counters) . ' FROM claims_stats_by_cell WHERE cell_id = 9'),
 	'0', 'reset: the counters of the cell counted before are zero too');
+is( $node->safe_psql('postgres',
+		q{SELECT values_created + values_destroyed + values_replaced + conflicts_permanent
+		         + conflicts_temporary FROM claims_stats_by_bucket_type}),
+	'0', 'reset: and those of its bucket type');
 
 my $l1 = '01900000-0000-7000-8000-000000000001';
 my $l2 = '01900000-0000-7000-8000-000000000002';
@@ -161,6 +175,27 @@ step('begin for an unregistered cell', "SELECT claims_begin_update('" . request(
 	'42501', begin_updates => 1);
 step('commit for an unregistered cell', "SELECT claims_commit(4, '$l3')", '42501');
 
+# One batch of two types, and a refused one with two values at fault of
+# each kind: counted per type, per value.
+$node->safe_psql('postgres', 'SELECT claims_stats_reset()');
+my $email = '{"bucket": {"type": "EMAILS", "value": "%s"}, "subject": {"type": "USER", "id": 1}, '
+  . '"source": {"type": "RAILS_TABLE_EMAILS", "rails_primary_key_id": 1}}';
+my $mixed = request(1, [ record('m1'), record('m2'), sprintf($email, 'e1') ], []);
+$node->safe_psql('postgres', "SELECT claims_begin_update('$mixed')");
+# cell 2 meets u1 (cell 1's, committed: 23505), m1 and e1 (under cell 1's
+# lease just taken: 55P03); the call fails with the most fundamental, 23505
+is( $node->safe_psql('postgres',
+		"SELECT sqlstate_of('SELECT claims_begin_update(''"
+		  . request(2, [ record('u1'), record('m1'), sprintf($email, 'e1') ], []) . "'')')"),
+	'23505', 'a refused batch of two types');
+is( $node->safe_psql('postgres',
+		q{SELECT string_agg(concat_ws(',', bucket_type_name, values_created, values_destroyed,
+		                              values_replaced, conflicts_permanent, conflicts_temporary), ';'
+		                    ORDER BY bucket_type)
+		    FROM claims_stats_by_bucket_type}),
+	'USERNAMES,2,0,0,1,1;EMAILS,1,0,0,0,1',
+	'values per bucket type: created per type, and each value at fault by its own conflict');
+
 # Privileges: the reset and the stale lease view are not PUBLIC; monitoring
 # roles read the statistics.
 $node->safe_psql('postgres', 'CREATE ROLE plain; CREATE ROLE monitor IN ROLE pg_monitor');
@@ -177,14 +212,16 @@ SELECT sqlstate_of('SELECT * FROM claims_stats'), sqlstate_of('SELECT claims_sta
 	'pg_monitor reads the statistics but cannot reset them');
 is( $node->safe_psql(
 		'postgres', q{SET ROLE plain;
-SELECT sqlstate_of('SELECT * FROM claims_stats_by_cell'), sqlstate_of('SELECT * FROM claims_oldest_leases')}),
-	'42501|42501',
-	'PUBLIC reads neither the statistics per cell nor the oldest leases');
+SELECT sqlstate_of('SELECT * FROM claims_stats_by_cell'), sqlstate_of('SELECT * FROM claims_oldest_leases'),
+       sqlstate_of('SELECT * FROM claims_stats_by_bucket_type')}),
+	'42501|42501|42501',
+	'PUBLIC reads neither the statistics per cell or bucket type nor the oldest leases');
 is( $node->safe_psql(
 		'postgres', q{SET ROLE monitor;
-SELECT sqlstate_of('SELECT * FROM claims_stats_by_cell'), sqlstate_of('SELECT * FROM claims_oldest_leases')}),
-	'00000|00000',
-	'pg_monitor reads the statistics per cell and the oldest leases');
+SELECT sqlstate_of('SELECT * FROM claims_stats_by_cell'), sqlstate_of('SELECT * FROM claims_oldest_leases'),
+       sqlstate_of('SELECT * FROM claims_stats_by_bucket_type')}),
+	'00000|00000|00000',
+	'pg_monitor reads the statistics per cell and bucket type and the oldest leases');
 
 # claims_oldest_leases: the oldest outstanding lease of every registered
 # cell, found through claim_leases_outstanding_idx even among 200 000
