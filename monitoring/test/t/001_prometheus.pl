@@ -308,6 +308,15 @@ for my $st (qw(23505 55P03))
 	is(value($s, 'claims_store_errors_total', sqlstate => $st), 1,
 		"store: claims_store_errors_total{sqlstate=$st} is 1");
 }
+# every value of the test is a username
+is(value($s, 'claims_store_bucket_type_values_total', bucket_type => 'USERNAMES', change => 'created'),
+	$store_cell{1}{values_created} + $store_cell{2}{values_created},
+	'store: every value created was a USERNAMES one');
+for my $st (qw(23505 55P03))
+{
+	is(value($s, 'claims_store_bucket_type_conflicts_total', bucket_type => 'USERNAMES', sqlstate => $st), 1,
+		"store: claims_store_bucket_type_conflicts_total{bucket_type=USERNAMES,sqlstate=$st} is 1");
+}
 
 $s = scrape($cell_url, 'scrape_cell');
 for my $m (qw(begin_updates commits rollbacks reconcile_rolled_back))
