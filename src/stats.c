@@ -19,11 +19,11 @@
  * entry is claimed with a compare-and-swap of its cell id and never freed,
  * so finding one takes no lock, and its counters are atomic additions
  * (backends of one cell share them). Calls for cells beyond the table's
- * capacity are counted in the totals only. Values changed and values at
+ * capacity are counted in the totals only. The stale lease reporter also
+ * publishes per cell what its last run found. Values changed and values at
  * fault in conflicts are also counted per bucket type, in a table indexed
  * by the type id (1 to CLAIMS_STATS_TYPES - 1; other ids are not counted
- * per type). The
- * stale lease reporter also publishes per cell what its last run found.
+ * per type).
  *
  * Without shared_preload_libraries there is no shared memory: counting is a
  * no-op and claims_stats() fails with a hint.
