@@ -6,7 +6,8 @@
 # scrapes both exporters every second with monitoring/recording.yml and
 # alerts.yml: a lease left outstanding on purpose raises ClaimsStaleLeases
 # and ClaimsOldestLeaseTooOld for its cell only, and reconcile() passes that
-# fail raise ClaimsCellReconcileFailing. Loopback only.
+# fail raise ClaimsCellReconcileFailing; a stopped store makes
+# ClaimsStoreUnreachable pending. Loopback only.
 use strict;
 use warnings;
 
@@ -239,6 +240,7 @@ for my $f (qw(claims_store_begin_updates_total claims_store_errors_total
 }
 is(value($s, 'claims_store_stale_lease_threshold_seconds'), 3, 'the threshold is exported in seconds');
 is(value($s, 'pg_exporter_last_scrape_error'), 0, 'no query of the store failed');
+is(value($s, 'pg_up'), 1, 'the store exporter is connected (pg_up 1)');
 $s = samples(http_get($cell_url));
 ok(defined value($s, 'claims_cell_store_calls_total', cell_id => '1'),
 	'the cell is exported with its cell_id');
@@ -396,5 +398,14 @@ ok(poll(sub {
 		value($x, 'claims_store_synchronous_standbys_configured') == 1
 		  && value($x, 'claims_store_synchronous_standbys') == 0 }),
 	'a store configured for a synchronous standby without one exports configured 1, standbys 0');
+
+# 7. The store down: its exporter says pg_up 0 at once, and
+# ClaimsStoreUnreachable is pending (it fires after its 1 minute, which
+# promtool test rules checks).
+$store->stop('fast');
+ok(poll(sub { value(samples(http_get($store_url)), 'pg_up') == 0 }),
+	'with the store stopped its exporter reports pg_up 0');
+ok(poll(sub { grep { $_ eq 'ClaimsStoreUnreachable -' } alerts('pending'), alerts('firing') }),
+	'ClaimsStoreUnreachable is pending for the stopped store');
 
 done_testing();
