@@ -544,10 +544,11 @@ END
 $$;
 
 -- ---------------------------------------------------------------------------
--- Monitoring: reconcile() passes of the background worker that failed, and
--- the cell's id in claims_cell.stats (for the cell_id label of the
--- Prometheus metrics in monitoring/; pg_monitor cannot read the
--- configuration table itself).
+-- Monitoring: reconcile() passes of the background worker that failed, the
+-- number and total time of the calls that reached the store (averages over
+-- any interval from two readings), and the cell's id in claims_cell.stats
+-- (for the cell_id label of the Prometheus metrics in monitoring/;
+-- pg_monitor cannot read the configuration table itself).
 -- ---------------------------------------------------------------------------
 DROP VIEW @extschema@.stats;
 DROP FUNCTION @extschema@.stats();
@@ -563,7 +564,8 @@ CREATE FUNCTION @extschema@.stats(
     OUT last_reconcile timestamptz,
     OUT verify_runs bigint, OUT verify_missing bigint, OUT verify_extra bigint,
     OUT verify_drifted bigint, OUT verify_repaired bigint, OUT last_verify timestamptz,
-    OUT unclaimed_destroys bigint, OUT reconcile_failures bigint)
+    OUT unclaimed_destroys bigint, OUT reconcile_failures bigint,
+    OUT latency_count bigint, OUT latency_sum_ms double precision)
 RETURNS record
 AS 'MODULE_PATHNAME', 'claims_cell_stats'
 LANGUAGE C VOLATILE;

@@ -1,7 +1,8 @@
 # claims_cell.stats.reconcile_failures: every reconcile() pass of the
 # background worker that fails (here: the store refuses the cell's role)
 # is counted, exactly once, and passes that succeed are not; the view
-# names the cell (cell_id) for a pg_monitor member.
+# names the cell (cell_id) for a pg_monitor member, and gives the count and
+# total time of the calls that reached the store.
 use strict;
 use warnings;
 
@@ -52,5 +53,11 @@ is($failures, $exits, "reconcile_failures is the number of failed passes ($exits
 ok($node->poll_query_until('cell1', "SELECT reconcile_passes > $passes + 3 FROM claims_cell.stats"),
 	'more passes succeed');
 is(cell_stat('reconcile_failures'), $failures, 'and successful passes count no failure');
+
+# The calls' durations: a count and a sum whose ratio is the average.
+is( cell_stat(q{latency_count > 0 AND latency_sum_ms > 0
+	  AND abs(latency_sum_ms / latency_count - avg_latency_ms) < 1e-9 * avg_latency_ms
+	  AND latency_count <= calls}),
+	't', 'latency_count and latency_sum_ms: the calls that reached the store and their average');
 
 done_testing();

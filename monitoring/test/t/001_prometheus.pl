@@ -337,6 +337,11 @@ is(value($s, 'claims_cell_reconcile_failures_total', cell_id => '1'), 0, 'cell: 
 cmp_ok(abs(value($s, 'claims_cell_last_reconcile_timestamp_seconds', cell_id => '1') - time), '<', 30,
 	'cell: the last pass is recent');
 is(value($s, 'claims_cell_breaker_open', cell_id => '1'), 0, 'cell: the breaker is closed');
+cmp_ok(value($s, 'claims_cell_store_call_duration_seconds_count', cell_id => '1'), '>=',
+	$cell{begin_updates} + $cell{commits} + $cell{rollbacks},
+	'cell: every lease call reached the store and has its duration counted');
+cmp_ok(value($s, 'claims_cell_store_call_duration_seconds_sum', cell_id => '1'), '>', 0,
+	'cell: the calls took time');
 
 # 3. Prometheus scraped the same numbers, and the recording rules work.
 ok(poll(sub { (prom_value('claims_store_cell_begin_updates_total{cell_id="1"}') // -1) == $store_cell{1}{begin_updates} }),
