@@ -241,6 +241,7 @@ for my $f (qw(claims_store_begin_updates_total claims_store_errors_total
 is(value($s, 'claims_store_stale_lease_threshold_seconds'), 3, 'the threshold is exported in seconds');
 is(value($s, 'pg_exporter_last_scrape_error'), 0, 'no query of the store failed');
 is(value($s, 'pg_up'), 1, 'the store exporter is connected (pg_up 1)');
+is(value($s, 'claims_store_in_recovery'), 0, 'the store is a primary');
 $s = samples(http_get($cell_url));
 ok(defined value($s, 'claims_cell_store_calls_total', cell_id => '1'),
 	'the cell is exported with its cell_id');
