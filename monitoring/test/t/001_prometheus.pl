@@ -37,11 +37,13 @@ claims.report_interval = 1
 });
 $store->reload;
 
-# The cell: its worker reconciles every second and settles leases 1 s old.
+# The cell: its worker reconciles every second and settles leases 3 s old
+# (a commit callback is never that late, so only the lost lease below is
+# reconcile()'s).
 my $node = cell_node('cell', qq{
 claims_cell.database = 'cell1'
 claims_cell.reconcile_interval = '1s'
-claims_cell.stale_after = 1
+claims_cell.stale_after = 3
 claims_cell.cleanup_after = 0
 claims_cell.breaker_threshold = 1000
 });
@@ -58,13 +60,15 @@ $node->safe_psql('postgres', 'CREATE ROLE prom LOGIN IN ROLE pg_monitor');
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 my @procs;
 
-# Start a long-running program on loopback; its output goes to a file in the log directory.
+# Start a long-running program on loopback; its output goes to a file in
+# the log directory. It runs under timeout(1): should this script be killed
+# before its END block, the program still ends within 10 minutes.
 sub start_program
 {
 	my ($name, $cmd, %env) = @_;
 	my $log = "$PostgreSQL::Test::Utils::log_path/$name.log";
 	local @ENV{ keys %env } = values %env;
-	my $h = IPC::Run::start($cmd, '<', \undef, '>', $log, '2>&1');
+	my $h = IPC::Run::start([ 'timeout', '600', @$cmd ], '<', \undef, '>', $log, '2>&1');
 	push @procs, $h;
 	return $h;
 }
