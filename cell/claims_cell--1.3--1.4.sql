@@ -542,3 +542,41 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- Monitoring: reconcile() passes of the background worker that failed, the
+-- number and total time of the calls that reached the store (averages over
+-- any interval from two readings), and the cell's id in claims_cell.stats
+-- (for the cell_id label of the Prometheus metrics in monitoring/;
+-- pg_monitor cannot read the configuration table itself).
+-- ---------------------------------------------------------------------------
+DROP VIEW @extschema@.stats;
+DROP FUNCTION @extschema@.stats();
+
+CREATE FUNCTION @extschema@.stats(
+    OUT scope text, OUT calls bigint, OUT begin_updates bigint, OUT commits bigint,
+    OUT rollbacks bigint, OUT conflicts_permanent bigint, OUT conflicts_temporary bigint,
+    OUT refusals bigint, OUT failures bigint, OUT timeouts bigint, OUT breaker_rejections bigint,
+    OUT breaker_state text, OUT in_flight integer, OUT avg_latency_ms double precision,
+    OUT max_latency_ms double precision,
+    OUT reconcile_passes bigint, OUT reconcile_committed bigint,
+    OUT reconcile_rolled_back bigint, OUT reconcile_orphans_deleted bigint,
+    OUT last_reconcile timestamptz,
+    OUT verify_runs bigint, OUT verify_missing bigint, OUT verify_extra bigint,
+    OUT verify_drifted bigint, OUT verify_repaired bigint, OUT last_verify timestamptz,
+    OUT unclaimed_destroys bigint, OUT reconcile_failures bigint,
+    OUT latency_count bigint, OUT latency_sum_ms double precision)
+RETURNS record
+AS 'MODULE_PATHNAME', 'claims_cell_stats'
+LANGUAGE C VOLATILE;
+
+-- cell_id is NULL until claims_cell.configure() ran
+CREATE VIEW @extschema@.stats AS
+SELECT s.*,
+       (SELECT c.cell_id FROM @extschema@.configuration c) AS cell_id
+  FROM @extschema@.stats() s;
+
+REVOKE ALL ON FUNCTION @extschema@.stats() FROM PUBLIC;
+REVOKE ALL ON @extschema@.stats FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.stats() TO pg_monitor;
+GRANT SELECT ON @extschema@.stats TO pg_monitor;

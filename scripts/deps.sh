@@ -26,6 +26,9 @@ PACKAGES=(
     libipc-run-perl
     openssl
     python3-protobuf
+    # the monitoring suite: promtool, a Prometheus server and the exporter
+    prometheus
+    prometheus-postgres-exporter
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 

@@ -126,6 +126,7 @@ write_conf() {
         echo "listen_addresses = '127.0.0.1'"
         echo "unix_socket_directories = '$SOCK_DIR'"
         echo "shared_preload_libraries = 'claims,claims_cell'"
+        echo "claims.database = '$DBNAME'"
         echo "logging_collector = off"
     )"
     CONF_CHANGED=0
@@ -191,6 +192,11 @@ create_database() {
     psql_run -d "$DBNAME" -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
         -c 'CREATE EXTENSION IF NOT EXISTS claims' ||
         die "CREATE EXTENSION claims failed"
+    # the role the Prometheus exporters log in as: pg_monitor, nothing more
+    psql_run -d postgres -q -v ON_ERROR_STOP=1 -c "DO \$\$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'claims_monitor') THEN
+            CREATE ROLE claims_monitor LOGIN IN ROLE pg_monitor;
+        END IF; END \$\$" || die "creating the role claims_monitor failed"
 }
 
 # Run scripts/demo.sql, echoing each query.
@@ -240,6 +246,22 @@ their users tables at the store:
     psql -h 127.0.0.1 -p $PORT -U $RUN_USER cell_1
 Run the demo again with:
     psql -h 127.0.0.1 -p $PORT -U $RUN_USER -f scripts/demo.sql $DBNAME
+
+Prometheus: scrape the store and each cell with prometheus-postgres-exporter
+(installed by scripts/deps.sh), one exporter per database, logged in as
+claims_monitor (a member of pg_monitor only):
+    DATA_SOURCE_NAME='host=127.0.0.1 port=$PORT dbname=$DBNAME user=claims_monitor sslmode=disable' \\
+      prometheus-postgres-exporter --web.listen-address=127.0.0.1:9187 \\
+      --extend.query-path=$REPO/monitoring/queries-store.yaml &
+    DATA_SOURCE_NAME='host=127.0.0.1 port=$PORT dbname=cell_1 user=claims_monitor sslmode=disable' \\
+      prometheus-postgres-exporter --web.listen-address=127.0.0.1:9188 \\
+      --extend.query-path=$REPO/monitoring/queries-cell.yaml &
+    (cell_2 likewise on 127.0.0.1:9189 with dbname=cell_2)
+    curl -s http://127.0.0.1:9187/metrics | grep '^claims_'
+Then point Prometheus at them: job "claims_store" for 127.0.0.1:9187, job
+"claims_cell" for 127.0.0.1:9188 and :9189, with the rule files
+$REPO/monitoring/recording.yml and $REPO/monitoring/alerts.yml
+(README.md, "Operations: Prometheus").
 Stop it with:
     make stop
 EOF

@@ -13,12 +13,16 @@
 #   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
 #   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
 #   cell regress, cell tap: the same for claims_cell in cell/
+#   monitoring  promtool check rules and promtool test rules over
+#             monitoring/*.yml and monitoring/test/rules_test.yml, then
+#             prove over monitoring/test/t/*.pl (a real
+#             prometheus-postgres-exporter and Prometheus on loopback)
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
-# package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# monitoring package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
@@ -141,7 +145,7 @@ stop_stray_servers_any() {
     while IFS= read -r pidfile; do
         datadir="$(dirname "$pidfile")"
         "$BINDIR/pg_ctl" -D "$datadir" -m immediate -w stop >/dev/null 2>&1 || true
-    done < <(find "$REPO"/tmp_check* "$REPO"/cell/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
+    done < <(find "$REPO"/tmp_check* "$REPO"/cell/tmp_check* "$REPO"/monitoring/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
 }
 
 # Set the environment every suite shares: PostgreSQL's bin first on PATH,
@@ -346,6 +350,35 @@ run_cell_tap() {
     prove_suite "cell tap" "$REPO/cell" cell_tap 65032
 }
 
+# One promtool run as one result: monitoring_check LABEL promtool-args...
+monitoring_check() {
+    local label=$1 out
+    shift
+    out="$LOGDIR/monitoring_promtool_${label}.out"
+    if (cd "$REPO/monitoring" && promtool "$@") >"$out" 2>&1; then
+        echo "ok - promtool $*"
+        add_counts 1 0
+    else
+        echo "not ok - promtool $*"
+        cat "$out"
+        add_counts 0 1
+    fi
+}
+
+# Suite (g): the Prometheus rules (promtool check rules, promtool test
+# rules), then the end-to-end TAP files monitoring/test/t/*.pl.
+run_monitoring() {
+    section "monitoring (promtool over monitoring/)"
+    if ! command -v promtool >/dev/null 2>&1; then
+        echo "-- monitoring: promtool is not installed (scripts/deps.sh installs prometheus); counted as one failure"
+        add_counts 0 1
+    else
+        monitoring_check check check rules recording.yml alerts.yml
+        monitoring_check test test rules test/rules_test.yml
+    fi
+    prove_suite monitoring "$REPO/monitoring" monitoring 64832
+}
+
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
 # its socket in a private directory under $TMPDIR (short enough for a socket path).
 start_pgtap_server() {
@@ -505,6 +538,7 @@ main_user() {
     want_suite pgtap && run_pgtap
     want_suite cell-regress && run_cell_regress
     want_suite cell-tap && run_cell_tap
+    want_suite monitoring && run_monitoring
     check_assertions
     finish
 }
@@ -519,7 +553,8 @@ cleanup_root() {
         while IFS= read -r pidfile; do
             runuser -u "$RUN_USER" -- "$("$PG_CONFIG" --bindir)/pg_ctl" \
                 -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
-        done < <(find "$WORK"/repo/tmp_check* "$WORK"/repo/cell/tmp_check* -maxdepth 3 -name postmaster.pid 2>/dev/null)
+        done < <(find "$WORK"/repo/tmp_check* "$WORK"/repo/cell/tmp_check* "$WORK"/repo/monitoring/tmp_check* \
+            -maxdepth 3 -name postmaster.pid 2>/dev/null)
     fi
     if [ -n "$WORK" ] && [ -d "$WORK" ]; then
         if [ "${CLAIMS_KEEP_TMP:-0}" != 1 ]; then
@@ -545,6 +580,7 @@ copy_tree() {
     mkdir -p "$1" || return 1
     tar -C "$REPO" --anchored \
         --exclude=./.git --exclude=./build --exclude='./tmp_check*' --exclude='./cell/tmp_check*' \
+        --exclude='./monitoring/tmp_check*' \
         --exclude=./results --exclude=./cell/results --exclude=./cell/log \
         --exclude=./output_iso --exclude=./log --exclude=./.run \
         --exclude=./regression.diffs --exclude=./regression.out \
@@ -602,7 +638,7 @@ main_root() {
     finish
 }
 
-# Suite (g), as root: `make deb` for this PostgreSQL, then the package
+# Suite (h), as root: `make deb` for this PostgreSQL, then the package
 # installed on a clean Debian root (scripts/test_package.sh). Skipped with
 # CLAIMS_PACKAGE_TEST=0 (the Debian 13 run does it from the host).
 run_package() {

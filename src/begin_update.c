@@ -67,6 +67,27 @@ claims_op_cmp(const void *a, const void *b)
 	return (int) y->in_create_list - (int) x->in_create_list;
 }
 
+/*
+ * Count a successful batch's values per bucket type: the operations are in
+ * bucket type order, so each type's run is added at once.
+ */
+static void
+claims_count_types(const ClaimsBatchOp *ops, int nops)
+{
+	int64		n[3] = {0, 0, 0};
+
+	for (int i = 0; i < nops; i++)
+	{
+		n[ops[i].op == CLAIMS_OP_CREATE ? 0 : ops[i].op == CLAIMS_OP_DESTROY ? 1 : 2]++;
+		if (i + 1 < nops && ops[i + 1].m->bucket_type == ops[i].m->bucket_type)
+			continue;
+		claims_stats_count_type(ops[i].m->bucket_type, CLAIMS_TYPE_STAT_CREATED, n[0]);
+		claims_stats_count_type(ops[i].m->bucket_type, CLAIMS_TYPE_STAT_DESTROYED, n[1]);
+		claims_stats_count_type(ops[i].m->bucket_type, CLAIMS_TYPE_STAT_REPLACED, n[2]);
+		n[0] = n[1] = n[2] = 0;
+	}
+}
+
 /* Order failures as the request listed them: creates, then destroys. */
 static int
 claims_failed_cmp(const void *a, const void *b)
@@ -236,6 +257,11 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 
 		if (first == NULL && failed[i].kind == worst)
 			first = label;
+		if (failed[i].kind == CLAIMS_PERMANENT || failed[i].kind == CLAIMS_TEMPORARY)
+			claims_stats_count_type(failed[i].m->bucket_type,
+									failed[i].kind == CLAIMS_PERMANENT ?
+									CLAIMS_TYPE_STAT_CONFLICTS_PERMANENT :
+									CLAIMS_TYPE_STAT_CONFLICTS_TEMPORARY, 1);
 		appendStringInfo(&detail, "%s%s (%s)", i > 0 ? ", " : "", label,
 						 failure_words[failed[i].kind]);
 	}
@@ -244,28 +270,28 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 	switch (worst)
 	{
 		case CLAIMS_NOT_FOUND:
-			claims_stats_count(CLAIMS_STAT_NOT_FOUND);
+			claims_stats_count_cell(CLAIMS_STAT_NOT_FOUND, req->cell_id);
 			ereport(ERROR,
 					(errcode(ERRCODE_NO_DATA_FOUND),
 					 errmsg("cannot destroy %s: the value is not claimed", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		case CLAIMS_NOT_OWNER:
-			claims_stats_count(CLAIMS_STAT_OWNERSHIP);
+			claims_stats_count_cell(CLAIMS_STAT_OWNERSHIP, req->cell_id);
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("cannot destroy %s: the value belongs to another cell", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		case CLAIMS_PERMANENT:
-			claims_stats_count(CLAIMS_STAT_CONFLICTS_PERMANENT);
+			claims_stats_count_cell(CLAIMS_STAT_CONFLICTS_PERMANENT, req->cell_id);
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("%s is already claimed", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		default:
-			claims_stats_count(CLAIMS_STAT_CONFLICTS_TEMPORARY);
+			claims_stats_count_cell(CLAIMS_STAT_CONFLICTS_TEMPORARY, req->cell_id);
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("%s is under another lease", first),
@@ -295,7 +321,7 @@ claims_check_repeated_begin(Jsonb *request, ClaimsBeginRequest *req)
 		elog(ERROR, "claims: lease lookup failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
 	{
-		claims_stats_count(CLAIMS_STAT_MALFORMED);
+		claims_stats_count_cell(CLAIMS_STAT_MALFORMED, req->cell_id);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid request at $.lease_uuid: lease %s was already used", uuid)));
@@ -305,14 +331,14 @@ claims_check_repeated_begin(Jsonb *request, ClaimsBeginRequest *req)
 	payload = DatumGetJsonbP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	if (owner != req->cell_id)
 	{
-		claims_stats_count(CLAIMS_STAT_OWNERSHIP);
+		claims_stats_count_cell(CLAIMS_STAT_OWNERSHIP, req->cell_id);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("lease %s belongs to another cell", uuid)));
 	}
 	if (compareJsonbContainers(&payload->root, &request->root) != 0)
 	{
-		claims_stats_count(CLAIMS_STAT_MALFORMED);
+		claims_stats_count_cell(CLAIMS_STAT_MALFORMED, req->cell_id);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid request at $.lease_uuid: lease %s was already used for a different request", uuid),
@@ -370,6 +396,7 @@ claims_begin_update(PG_FUNCTION_ARGS)
 
 	claims_spi_begin(fcinfo, &call);
 	claims_parse_begin(request, &req);
+	claims_stats_begin_update_cell(req.cell_id);
 	ops = claims_build_ops(&req, &nops);
 
 	uuids = palloc(sizeof(pg_uuid_t) * (nops + 1));
@@ -444,7 +471,10 @@ claims_begin_update(PG_FUNCTION_ARGS)
 	else if (touched != nops || placeholders != 0)
 		claims_report_failures(&req, ops, nops, &lease_uuid);
 	else
-		claims_stats_count_begin(req.ncreates, req.ndestroys, nops);
+	{
+		claims_stats_count_begin_cell(req.cell_id, req.ncreates, req.ndestroys, nops);
+		claims_count_types(ops, nops);
+	}
 
 	MemoryContextSwitchTo(caller);
 	claims_json_init(&js);

@@ -302,11 +302,27 @@ typedef enum ClaimsStatCounter
 extern void claims_stats_init(void);
 extern void claims_stats_add(ClaimsStatCounter counter, int64 n);
 extern void claims_stats_count(ClaimsStatCounter counter);
-extern void claims_stats_count_begin(int ncreates, int ndestroys, int nops);
-extern void claims_stats_count_finish(bool commit, bool repeated);
 extern void claims_stats_worker_cycle(bool starting);
 extern bool claims_stats_worker_interrupted(void);
 extern void claims_stats_worker_report(TimestampTz run, int64 stale_leases, int64 oldest_age);
+extern void claims_stats_count_cell(ClaimsStatCounter counter, int64 cell_id);
+extern void claims_stats_begin_update_cell(int64 cell_id);
+extern void claims_stats_count_begin_cell(int64 cell_id, int ncreates, int ndestroys, int nops);
+extern void claims_stats_count_finish_cell(int64 cell_id, bool commit, bool repeated);
+/* counters per bucket type: values changed, values at fault by conflict kind */
+typedef enum ClaimsTypeStatCounter
+{
+	CLAIMS_TYPE_STAT_CREATED = 0,
+	CLAIMS_TYPE_STAT_DESTROYED,
+	CLAIMS_TYPE_STAT_REPLACED,
+	CLAIMS_TYPE_STAT_CONFLICTS_PERMANENT,
+	CLAIMS_TYPE_STAT_CONFLICTS_TEMPORARY,
+	CLAIMS_NUM_TYPE_STATS
+} ClaimsTypeStatCounter;
+
+extern void claims_stats_count_type(int32 bucket_type, ClaimsTypeStatCounter counter, int64 n);
+extern void claims_stats_worker_report_cells(int ncells, const int64 *cell_ids,
+											 const int64 *stale_leases, const int64 *oldest_ages);
 
 /* worker.c: the stale lease reporter and its settings (seconds) */
 extern int	claims_stale_lease_threshold;

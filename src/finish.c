@@ -51,7 +51,7 @@ claims_finish_authorized(int64 cell_id, pg_uuid_t *lease_uuid, bool commit)
 		elog(ERROR, "claims: %s statement returned %s", fname, SPI_result_code_string(ret));
 	if (SPI_processed == 1)
 	{
-		claims_stats_count_finish(commit, false);
+		claims_stats_count_finish_cell(cell_id, commit, false);
 		return;
 	}
 
@@ -61,7 +61,7 @@ claims_finish_authorized(int64 cell_id, pg_uuid_t *lease_uuid, bool commit)
 
 	if (SPI_processed == 0)
 	{
-		claims_stats_count(CLAIMS_STAT_NOT_FOUND);
+		claims_stats_count_cell(CLAIMS_STAT_NOT_FOUND, cell_id);
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
 				 errmsg("lease %s does not exist", uuid)));
@@ -72,7 +72,7 @@ claims_finish_authorized(int64 cell_id, pg_uuid_t *lease_uuid, bool commit)
 
 	if (owner != cell_id)
 	{
-		claims_stats_count(CLAIMS_STAT_OWNERSHIP);
+		claims_stats_count_cell(CLAIMS_STAT_OWNERSHIP, cell_id);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("lease %s belongs to another cell", uuid)));
@@ -93,7 +93,7 @@ claims_finish_authorized(int64 cell_id, pg_uuid_t *lease_uuid, bool commit)
 	repeated = strcmp(state, "outstanding") != 0;
 	if (repeated)
 		claims_repeat_durable();
-	claims_stats_count_finish(commit, repeated);
+	claims_stats_count_finish_cell(cell_id, commit, repeated);
 }
 
 /*

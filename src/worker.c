@@ -468,6 +468,9 @@ claims_worker_report(void)
 	int			ret;
 	HASH_SEQ_STATUS status;
 	ClaimsStaleCell *cell;
+	int64	   *cell_ids;
+	int64	   *counts;
+	int64	   *ages;
 
 	if (schema == NULL)
 	{
@@ -488,6 +491,9 @@ claims_worker_report(void)
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims: stale lease query returned %s", SPI_result_code_string(ret));
 	now = GetCurrentTransactionStartTimestamp();
+	cell_ids = palloc(sizeof(int64) * (SPI_processed + 1));
+	counts = palloc(sizeof(int64) * (SPI_processed + 1));
+	ages = palloc(sizeof(int64) * (SPI_processed + 1));
 
 	hash_seq_init(&status, stale_cells);
 	while ((cell = hash_seq_search(&status)) != NULL)
@@ -506,6 +512,9 @@ claims_worker_report(void)
 
 		total += count;
 		oldest_age = Max(oldest_age, now - created);
+		cell_ids[i] = cell_id;
+		counts[i] = count;
+		ages[i] = now - created;
 
 		cell = hash_search(stale_cells, &cell_id, HASH_ENTER, &found);
 		if (!found || cell->count != count ||
@@ -538,6 +547,7 @@ claims_worker_report(void)
 		(void) hash_search(stale_cells, &cell->cell_id, HASH_REMOVE, NULL);
 	}
 
+	claims_stats_worker_report_cells((int) SPI_processed, cell_ids, counts, ages);
 	claims_worker_end();
 	claims_stats_worker_report(now, total, oldest_age);
 	return true;

@@ -169,6 +169,8 @@ typedef enum CellStat
 	CELL_STAT_VERIFY_REPAIRED,
 	/* destroys of values the store did not hold (1.4) */
 	CELL_STAT_UNCLAIMED_DESTROYS,
+	/* the background worker's reconcile() passes that failed (1.4) */
+	CELL_STAT_RECONCILE_FAILURES,
 	CELL_STAT_COUNT
 } CellStat;
 

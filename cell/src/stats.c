@@ -22,8 +22,8 @@ Datum
 claims_cell_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[CELL_STAT_COUNT + 7];
-	bool		nulls[CELL_STAT_COUNT + 7] = {0};
+	Datum		values[CELL_STAT_COUNT + 9];
+	bool		nulls[CELL_STAT_COUNT + 9] = {0};
 	CellStatsSnapshot s;
 	int			i = 0;
 
@@ -52,5 +52,8 @@ claims_cell_stats(PG_FUNCTION_ARGS)
 	values[i++] = TimestampTzGetDatum(s.last_verify);
 	/* 1.4: destroys of values the store did not hold */
 	values[i++] = Int64GetDatum((int64) s.counters[CELL_STAT_UNCLAIMED_DESTROYS]);
+	values[i++] = Int64GetDatum((int64) s.counters[CELL_STAT_RECONCILE_FAILURES]);
+	values[i++] = Int64GetDatum((int64) s.latency_n);
+	values[i++] = Float8GetDatum(s.latency_sum_ms);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

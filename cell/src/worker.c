@@ -681,6 +681,21 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 	}
 }
 
+/* Whether this cycle is inside a reconcile() pass. */
+static bool cell_cycle_reconciling = false;
+
+/*
+ * Cycle exit: a pass that did not return (an error, which ends the cycle,
+ * or a termination) counts as a failed pass.
+ */
+static void
+cell_cycle_count_failure(int code, Datum arg)
+{
+	if (cell_cycle_reconciling)
+		cell_stats_count(CELL_STAT_RECONCILE_FAILURES);
+	cell_cycle_reconciling = false;
+}
+
 /* Cycle: one reconcile() pass, its counts logged when it did anything. */
 static void
 cell_cycle_reconcile(bool full_scan)
@@ -851,9 +866,12 @@ claims_cell_cycle_main(Datum main_arg)
 		}
 		if (first && args.reconcile)
 		{
+			before_shmem_exit(cell_cycle_count_failure, (Datum) 0);
+			cell_cycle_reconciling = true;
 			cell_cycle_begin("claims_cell: reconcile");
 			cell_cycle_reconcile(args.full_scan);
 			cell_cycle_end();
+			cell_cycle_reconciling = false;
 			cell_cycle_verify();
 			continue;
 		}
