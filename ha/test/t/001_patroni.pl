@@ -10,8 +10,10 @@
 # no value has two owners, each cell's values equal its store claims after
 # reconcile(), no lease is outstanding at the store nor recorded in a
 # cell, claims_check() is empty, and every running replica agrees with the
-# leader. Prints the seconds the store was not writable and the seconds
-# each cell was without claims, per event.
+# leader. And every cell claims again within 1.5 s of the store taking
+# writes again (not after a circuit breaker's cooldown). Prints the
+# seconds the store was not writable and the seconds each cell was
+# without claims, per event.
 #
 # Skipped when patroni or etcd is not installed (scripts/deps.sh installs
 # them where the suite runs).
@@ -442,6 +444,9 @@ sub event
 		join(', ', map { sprintf('cell %d %.1f s', $_->{id}, $gap{ $_->{id} } // 0) } @cells),
 		join(', ', map { sprintf('cell %d %.2f s', $_->{id}, $back{ $_->{id} } // -1) } @cells));
 	ok(keys(%back) == @cells, "$name: every cell claims again");
+	cmp_ok($back{ $_->{id} } // 99, '<', 1.5,
+		"$name: cell $_->{id} claims within 1.5 s of the store taking writes again")
+	  for @cells;
 	diag("$name: $report{$name}");
 	check($name);
 }
