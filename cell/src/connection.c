@@ -692,21 +692,14 @@ cell_hosts(char ****kw_out, char ****val_out, uint32 **keys_out, int *per_host_m
  * another host remains is counted as failed in shared memory.
  */
 static CellCallStatus
-cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
+cell_connect_hosts(char ***kw, char ***val, uint32 *keys, int n, int per_host_ms,
+				   TimestampTz deadline, bool interruptible, CellCallResult *r)
 {
-	char	 ***kw;
-	char	 ***val;
-	uint32	   *keys;
-	int			per_host_ms;
-	int			n;
 	int			first = 0;
 	uint32		preferred;
 	StringInfoData errors;
 	CellCallStatus st = CELL_CALL_UNREACHABLE;
 
-	if (cell_keywords == NULL)
-		return cell_fail(r, CELL_CALL_UNREACHABLE, "the claims store is not configured");
-	n = cell_hosts(&kw, &val, &keys, &per_host_ms);
 	preferred = cell_host_preferred();
 	for (int h = 0; h < n; h++)
 		if (keys[h] == preferred)
@@ -742,6 +735,34 @@ cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	if (st == CELL_CALL_TIMEOUT)
 		appendStringInfo(&errors, "; %s", r->message);
 	return cell_fail(r, st, errors.data);
+}
+
+/*
+ * Open the connection before the deadline (see cell_connect_hosts); the
+ * per-host options live in a context of their own, freed on return.
+ */
+static CellCallStatus
+cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
+{
+	MemoryContext hosts_cxt;
+	MemoryContext old;
+	char	 ***kw;
+	char	 ***val;
+	uint32	   *keys;
+	int			per_host_ms;
+	int			n;
+	CellCallStatus st;
+
+	if (cell_keywords == NULL)
+		return cell_fail(r, CELL_CALL_UNREACHABLE, "the claims store is not configured");
+	hosts_cxt = AllocSetContextCreate(CurrentMemoryContext, "claims_cell hosts",
+									  ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(hosts_cxt);
+	n = cell_hosts(&kw, &val, &keys, &per_host_ms);
+	MemoryContextSwitchTo(old);
+	st = cell_connect_hosts(kw, val, keys, n, per_host_ms, deadline, interruptible, r);
+	MemoryContextDelete(hosts_cxt);
+	return st;
 }
 
 /*
