@@ -10,6 +10,10 @@
 #   at it and claims through the second host; the next fresh sessions start
 #   with the host that accepted and pay nothing. The server's
 #   connect_timeout bounds that attempt.
+# - The primary hangs (every process stopped) and its standby is promoted:
+#   the first session that meets the hung primary waits out call_timeout
+#   and marks the host failed; the other sessions drop their connections
+#   to it instead of each waiting out call_timeout.
 # Prints the seconds each session was without claims.
 use strict;
 use warnings;
@@ -199,6 +203,65 @@ cmp_ok($took[$_], '<', 3, "fresh session $_ starts with the host that accepted")
 ok($ok, 'the first call of cell3 reaches the store through the second host');
 diag(sprintf('cell3 (connect_timeout 1): its first call took %.1f s', $secs));
 cmp_ok($secs, '<', 3.5, 'the server\'s connect_timeout bounds the attempt at the hung host');
+
+# --- A hung primary: every process of it stopped (its sessions' sockets
+# stay open, nothing answers), its standby promoted by hand. Four
+# sessions hold connections to it. The first to call waits out
+# call_timeout, then finds the new primary, and counts the hung host as
+# failed: the other three drop their connections to it before their
+# calls instead of each waiting out call_timeout of its own.
+my $primary2 = PostgreSQL::Test::Cluster->new('primary2');
+$primary2->init(allows_streaming => 1, extra => [ '--encoding=UTF8', '--locale=C' ]);
+$primary2->append_conf('postgresql.conf', "shared_preload_libraries = 'claims'\n");
+$primary2->start;
+$primary2->safe_psql('postgres', q{
+CREATE EXTENSION claims;
+CREATE ROLE cell_four LOGIN;
+SELECT claims_register_cell(4, 'cell-four', 'cell_four');
+});
+$primary2->backup('base2');
+my $standby2 = PostgreSQL::Test::Cluster->new('standby2');
+$standby2->init_from_backup($primary2, 'base2', has_streaming => 1);
+$standby2->start;
+add_cell(node => $node, store => $primary2, db => 'cell4', cell_id => 4, role => 'cell_four', sql => sprintf(q{
+ALTER SERVER topology OPTIONS (SET host '%s', SET port '%s',
+  ADD target_session_attrs 'read-write', ADD connect_timeout '1');
+CREATE TABLE users (id bigint PRIMARY KEY, username text);
+SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
+}, join(',', $primary2->host, $standby2->host), join(',', $primary2->port, $standby2->port)));
+$primary2->wait_for_catchup($standby2);
+
+# A psql session of cell4 that goes on after errors.
+sub session4
+{
+	my %s = (in => '', out => '', err => '', n => 0);
+	$s{h} = IPC::Run::start(
+		[ 'psql', '-X', '-q', '-A', '-t', '-v', 'VERBOSITY=verbose',
+			'-h', $node->host, '-p', $node->port, '-d', 'cell4' ],
+		'<', \$s{in}, '>', \$s{out}, '2>', \$s{err}, IPC::Run::timeout(300));
+	return \%s;
+}
+my @held = map { session4() } 1 .. 4;
+ok(!grep({ !claim($held[$_], 100 + $_) } 0 .. 3), 'four sessions of cell4 claim through the primary');
+my @stopped = ($primary2->{_pid}, grep { /^\d+$/ } split /\s+/, `pgrep -P $primary2->{_pid}`);
+kill 'STOP', @stopped;
+$standby2->promote;
+my @secs;
+for my $i (0 .. 3)
+{
+	my $t = Time::HiRes::time();
+	ok(claim($held[$i], 200 + $i), "session $i of cell4 claims after the promotion");
+	push @secs, Time::HiRes::time() - $t;
+}
+diag(sprintf('a hung primary: the sessions\' first claims after the promotion took %s s',
+		join(' ', map { sprintf '%.1f', $_ } @secs)));
+cmp_ok($secs[1] + $secs[2] + $secs[3], '<', 3,
+	'the other sessions do not wait out call_timeout (2 s) on their connections to the hung primary');
+$_->{in} .= "\\q\n" for @held;
+$_->{h}->finish for @held;
+kill 'CONT', @stopped;
+$primary2->stop('immediate');
+$standby2->stop;
 
 kill 'CONT', $frozen->{_pid};
 $frozen->stop('immediate');
