@@ -30,7 +30,7 @@ PACKAGES=(
 # store. Debian 12 (PostgreSQL 15) only: the suite is not run on 17.
 HA_PACKAGES=()
 if [ "$PG_MAJOR" = 15 ]; then
-    HA_PACKAGES=(patroni python3-etcd etcd-server pgbouncer)
+    HA_PACKAGES=(patroni python3-etcd etcd-server pgbouncer procps)
     PACKAGES+=("${HA_PACKAGES[@]}")
 fi
 RUN_USER="${CLAIMS_OS_USER:-claims}"
