@@ -519,10 +519,11 @@ check('hung first host resumed');
 
 # the synchronous standby stalls (stopped): commits wait for it and the
 # cells' calls time out; then the leader's node crashes (Patroni and
-# postgres killed) and the standby resumes. Patroni promotes a replica
-# only if it is within maximum_lag_on_failover of the last leader's
-# position; when none is, the store stays read-only until the crashed node
-# is back, which it is after 20 s (a reboot)
+# postgres killed) and the standby resumes. Patroni moves the synchronous
+# role to the other replica meanwhile, first emptying the synchronous list
+# in etcd: a crash in that window leaves no replica it may promote, and
+# the store stays read-only until the crashed node is back, which it is
+# after 20 s (a reboot)
 $victim = leader();
 my $sync = sync_of($victim);
 my $crash;
