@@ -30,6 +30,13 @@ PACKAGES=(
     prometheus
     prometheus-postgres-exporter
 )
+# The HA suite (ha/test/t): Patroni on etcd, and pgbouncer in front of the
+# store. Debian 12 (PostgreSQL 15) only: the suite is not run on 17.
+HA_PACKAGES=()
+if [ "$PG_MAJOR" = 15 ]; then
+    HA_PACKAGES=(patroni python3-etcd etcd-server pgbouncer procps)
+    PACKAGES+=("${HA_PACKAGES[@]}")
+fi
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 
 # Print the packages of PACKAGES that dpkg does not report as installed.
@@ -59,11 +66,28 @@ install_packages() {
     echo "deps.sh: installing ${missing[*]}"
     apt-get update || return 1
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" || return 1
+    stop_ha_services "${missing[@]}"
     mapfile -t missing < <(missing_packages)
     if [ "${#missing[@]}" -ne 0 ]; then
         echo "deps.sh: still missing after install: ${missing[*]}" >&2
         return 1
     fi
+}
+
+# The HA suite starts etcd, Patroni and pgbouncer itself, on free loopback
+# ports: stop and disable the services their packages (of the arguments,
+# just installed) enabled, so nothing of the suite's runs as a service.
+stop_ha_services() {
+    local pkg unit
+    command -v systemctl >/dev/null 2>&1 || return 0
+    for pkg in "$@"; do
+        case "$pkg" in
+            etcd-server) unit=etcd ;;
+            patroni | pgbouncer) unit=$pkg ;;
+            *) continue ;;
+        esac
+        systemctl disable --now "$unit.service" >/dev/null 2>&1 || true
+    done
 }
 
 # Create the unprivileged server/test user when running as root.

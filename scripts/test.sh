@@ -17,12 +17,16 @@
 #             monitoring/*.yml and monitoring/test/rules_test.yml, then
 #             prove over monitoring/test/t/*.pl (a real
 #             prometheus-postgres-exporter and Prometheus on loopback)
+#   ha        prove over ha/test/t/*.pl: the store on three Patroni nodes
+#             (etcd, synchronous_mode) and pgbouncer, two cells claiming
+#             through failovers; PostgreSQL 15 (Debian 12) only, skipped
+#             with a note on other versions
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
-# monitoring package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# monitoring ha package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
@@ -379,6 +383,19 @@ run_monitoring() {
     prove_suite monitoring "$REPO/monitoring" monitoring 64832
 }
 
+# Suite (h): prove over ha/test/t/*.pl, PostgreSQL 15 only (deps.sh
+# installs Patroni, etcd and pgbouncer from Debian 12 only).
+run_ha() {
+    local major
+    major="$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')"
+    if [ "$major" != 15 ]; then
+        echo "ha suite skipped: it runs on PostgreSQL 15 (Debian 12) only"
+        SKIPPED_NOTES+=("ha suite skipped: PostgreSQL $major (it runs on 15, Debian 12, only)")
+        return 0
+    fi
+    prove_suite ha "$REPO/ha" ha 64632
+}
+
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
 # its socket in a private directory under $TMPDIR (short enough for a socket path).
 start_pgtap_server() {
@@ -539,6 +556,7 @@ main_user() {
     want_suite cell-regress && run_cell_regress
     want_suite cell-tap && run_cell_tap
     want_suite monitoring && run_monitoring
+    want_suite ha && run_ha
     check_assertions
     finish
 }

@@ -12,7 +12,11 @@ CREATE SERVER bad3 FOREIGN DATA WRAPPER claims_cell_store OPTIONS (user 'x');
 -- and connection options to the server
 CREATE USER MAPPING FOR CURRENT_USER SERVER topology OPTIONS (host 'x');
 -- what the extension controls itself
-CREATE SERVER bad4 FOREIGN DATA WRAPPER claims_cell_store OPTIONS (connect_timeout '5');
+-- each host's connection bound: whole seconds, on the server only
+CREATE SERVER timed FOREIGN DATA WRAPPER claims_cell_store OPTIONS (connect_timeout '2');
+DROP SERVER timed;
+CREATE SERVER bad4 FOREIGN DATA WRAPPER claims_cell_store OPTIONS (connect_timeout '2.5');
+CREATE USER MAPPING FOR CURRENT_USER SERVER topology OPTIONS (connect_timeout '2');
 CREATE SERVER bad5 FOREIGN DATA WRAPPER claims_cell_store OPTIONS (replication 'database');
 -- TLS client certificates are login options
 CREATE USER MAPPING FOR CURRENT_USER SERVER topology

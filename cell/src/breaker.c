@@ -7,8 +7,16 @@
  * it counts calls in flight (at most claims_cell.max_concurrent_calls),
  * opens after claims_cell.breaker_threshold consecutive failures, fails
  * calls at once for claims_cell.breaker_cooldown, then lets one call probe
- * the store. Without preloading each backend keeps its own slot, which
- * limits nothing across backends; a LOG line says so once per backend.
+ * the store; while it is open one call every
+ * claims_cell.breaker_probe_interval probes early, so that a breaker
+ * opened by a failover closes as soon as the store accepts writes again.
+ * The slot also counts the failures of each store host (the node a
+ * connection failed on): every backend drops its connection to a host
+ * whose count moved since it connected, so no backend pays a failed call
+ * of its own after a failover. And it names the host that last accepted a
+ * session, where the next connection starts. Without preloading each
+ * backend keeps its own slot, which limits nothing across backends; a LOG
+ * line says so once per backend.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +29,7 @@
 #include "storage/spin.h"
 
 #define CELL_BREAKER_SLOTS	64
+#define CELL_BREAKER_HOSTS	8
 
 typedef struct CellBreakerSlot
 {
@@ -29,6 +38,10 @@ typedef struct CellBreakerSlot
 	int			consecutive_failures;
 	bool		probing;
 	TimestampTz open_until;		/* 0: closed */
+	TimestampTz next_probe;		/* an early probe may start from then */
+	uint32		host_keys[CELL_BREAKER_HOSTS];	/* 0: unused */
+	uint32		host_failures[CELL_BREAKER_HOSTS];
+	uint32		good_host;		/* key of the host that last accepted; 0: none */
 	uint64		counters[CELL_STAT_COUNT];
 	double		latency_sum_ms;
 	uint64		latency_n;
@@ -192,7 +205,9 @@ cell_breaker_enter(bool *probe, bool finishing)
 	}
 	else if (s->open_until != 0)
 	{
-		if (now < s->open_until || s->probing)
+		if (s->probing ||
+			(now < s->open_until &&
+			 (cell_breaker_probe_interval_ms == 0 || now < s->next_probe)))
 			st = CELL_CALL_BREAKER_OPEN;
 		else
 		{
@@ -269,9 +284,11 @@ cell_breaker_leave(int outcome, bool probe, double elapsed_ms)
 		s->consecutive_failures++;
 		if (probe || (s->open_until == 0 && s->consecutive_failures >= cell_breaker_threshold))
 		{
+			TimestampTz now = GetCurrentTimestamp();
+
 			opened = s->open_until == 0;
-			s->open_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														cell_breaker_cooldown_ms);
+			s->open_until = TimestampTzPlusMilliseconds(now, cell_breaker_cooldown_ms);
+			s->next_probe = TimestampTzPlusMilliseconds(now, cell_breaker_probe_interval_ms);
 		}
 	}
 	cell_unlock();
@@ -279,9 +296,92 @@ cell_breaker_leave(int outcome, bool probe, double elapsed_ms)
 	if (opened)
 		ereport(LOG,
 				(errmsg("claims_cell: circuit breaker opened after %d failed calls to the claims store; calls fail at once for %d ms",
-						cell_breaker_threshold, cell_breaker_cooldown_ms)));
+						cell_breaker_threshold, cell_breaker_cooldown_ms),
+				 cell_breaker_probe_interval_ms > 0
+				 ? errdetail("One call every %d ms probes the store meanwhile.",
+							 cell_breaker_probe_interval_ms) : 0));
 	if (closed)
 		ereport(LOG, (errmsg("claims_cell: circuit breaker closed: the claims store answered again")));
+}
+
+/*
+ * The place of a store host in the slot's failure counts (the caller holds
+ * the mutex); when all are taken, a host shares the place its key hashes
+ * to, which can only drop connections too often, never too seldom.
+ */
+static int
+cell_host_index(CellBreakerSlot *s, uint32 key)
+{
+	for (int i = 0; i < CELL_BREAKER_HOSTS; i++)
+	{
+		if (s->host_keys[i] == key)
+			return i;
+		if (s->host_keys[i] == 0)
+		{
+			s->host_keys[i] = key;
+			s->host_failures[i] = 0;
+			return i;
+		}
+	}
+	return key % CELL_BREAKER_HOSTS;
+}
+
+/* How many connection failures the host has had in this database. */
+uint32
+cell_host_failures(uint32 key)
+{
+	CellBreakerSlot *s;
+	uint32		n;
+
+	cell_lock();
+	s = cell_slot();
+	n = s->host_failures[cell_host_index(s, key)];
+	cell_unlock();
+	return n;
+}
+
+/*
+ * A connection to the host failed (lost, refused, read-only, or too slow to
+ * open while other hosts remained): every backend's connection to it is
+ * dropped before its next call.
+ */
+void
+cell_host_failed(uint32 key)
+{
+	CellBreakerSlot *s;
+
+	cell_lock();
+	s = cell_slot();
+	s->host_failures[cell_host_index(s, key)]++;
+	if (s->good_host == key)
+		s->good_host = 0;
+	cell_unlock();
+}
+
+/* The host accepted a session: the next connections start there. */
+void
+cell_host_accepted(uint32 key)
+{
+	CellBreakerSlot *s;
+
+	cell_lock();
+	s = cell_slot();
+	s->good_host = key;
+	cell_unlock();
+}
+
+/* The key of the host that last accepted a session, 0 when none. */
+uint32
+cell_host_preferred(void)
+{
+	CellBreakerSlot *s;
+	uint32		key;
+
+	cell_lock();
+	s = cell_slot();
+	key = s->good_host;
+	cell_unlock();
+	return key;
 }
 
 /* Count one event. */
@@ -342,7 +442,8 @@ cell_stats_read(CellStatsSnapshot *snap)
 	memcpy(snap->counters, s->counters, sizeof(snap->counters));
 	if (s->open_until == 0)
 		snap->breaker_state = "closed";
-	else if (now < s->open_until && !s->probing)
+	else if (!s->probing && now < s->open_until &&
+			 (cell_breaker_probe_interval_ms == 0 || now < s->next_probe))
 		snap->breaker_state = "open";
 	else
 		snap->breaker_state = "half-open";

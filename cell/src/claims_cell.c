@@ -22,6 +22,7 @@ int			cell_connect_timeout_ms = 5000;
 int			cell_max_concurrent_calls = 40;
 int			cell_breaker_threshold = 5;
 int			cell_breaker_cooldown_ms = 5000;
+int			cell_breaker_probe_interval_ms = 200;
 int			cell_max_batch_size = 1000;
 int			cell_stale_after_s = 300;
 int			cell_orphan_after_s = 3600;
@@ -94,6 +95,13 @@ _PG_init(void)
 							NULL,
 							&cell_breaker_cooldown_ms,
 							5000, 10, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("claims_cell.breaker_probe_interval",
+							"Time between two calls that probe the claims store while the circuit breaker is open; 0 probes only after the cooldown.",
+							"A probe that reaches the store closes the breaker, so calls resume as soon as a failover ends.",
+							&cell_breaker_probe_interval_ms,
+							200, 0, 3600000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

@@ -34,6 +34,7 @@ extern int	cell_connect_timeout_ms;
 extern int	cell_max_concurrent_calls;
 extern int	cell_breaker_threshold;
 extern int	cell_breaker_cooldown_ms;
+extern int	cell_breaker_probe_interval_ms;
 extern int	cell_max_batch_size;
 extern int	cell_stale_after_s;
 extern int	cell_orphan_after_s;
@@ -196,6 +197,10 @@ extern void cell_stats_reconcile(int64 committed, int64 rolled_back, int64 orpha
 extern void cell_stats_verify(int64 missing, int64 extra, int64 drifted, int64 repaired);
 extern void cell_stats_read(CellStatsSnapshot *snap);
 extern bool cell_breaker_is_shared(void);
+extern uint32 cell_host_failures(uint32 key);
+extern void cell_host_failed(uint32 key);
+extern void cell_host_accepted(uint32 key);
+extern uint32 cell_host_preferred(void);
 
 /* uuid7.c (shared with the store) */
 extern CLAIMS_LIBRARY_LOCAL void claims_uuid7_fill(pg_uuid_t *out, int n);

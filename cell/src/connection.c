@@ -12,8 +12,17 @@
  * store's session, which checks its client every second
  * (client_connection_check_interval), ends the statement it was running.
  * A call that fails to connect, loses its connection or misses its
- * deadline is tried once more; a call that finishes a lease is never
- * refused by the circuit breaker. Options are read in a transaction
+ * deadline is tried once more, within the one admission of the circuit
+ * breaker; a call that finishes a lease is never refused by it.
+ *
+ * A server may list several hosts (host 'n1,n2,n3', with
+ * target_session_attrs 'read-write'): they are tried one by one, starting
+ * with the host that last accepted a session in this database, each for
+ * at most the server's connect_timeout (seconds; without it
+ * claims_cell.connect_timeout shared among the hosts), all within the
+ * call's own deadline. A host a connection failed on is counted in shared
+ * memory, and every backend drops its connection to that host before its
+ * next call instead of finding out with a failed call of its own. Options are read in a transaction
  * (cell_conn_prepare) and kept, so the calls after the local commit need
  * no catalog access. ALTER SERVER / USER MAPPING mark the connection
  * stale.
@@ -36,6 +45,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/pmsignal.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -53,6 +63,8 @@ static char **cell_keywords = NULL;
 static char **cell_values = NULL;
 static char *cell_schema = NULL;	/* quoted schema of the store's functions */
 static char *cell_label = NULL;		/* host:port/dbname for messages */
+static uint32 cell_conn_host = 0;	/* key of the connected host; 0: none */
+static uint32 cell_conn_host_seen = 0;	/* its failure count when connected */
 
 /*
  * The connections of the other user mappings this backend used, kept for
@@ -76,6 +88,8 @@ typedef struct CellConnEntry
 	char	  **values;
 	char	   *schema;
 	char	   *label;
+	uint32		host;			/* as cell_conn_host, cell_conn_host_seen */
+	uint32		host_seen;
 	bool		stale;			/* a server or user mapping changed since */
 } CellConnEntry;
 
@@ -170,8 +184,11 @@ cell_conn_park(bool stale)
 	e->values = cell_values;
 	e->schema = cell_schema;
 	e->label = cell_label;
+	e->host = cell_conn_host;
+	e->host_seen = cell_conn_host_seen;
 	e->stale = false;
 	cell_conn = NULL;
+	cell_conn_host = 0;
 	cell_keywords = cell_values = NULL;
 	cell_schema = cell_label = NULL;
 	cell_conn_umid = InvalidOid;
@@ -204,6 +221,8 @@ cell_conn_unpark(Oid umid, bool need_password, Oid serverid)
 		cell_values = e->values;
 		cell_schema = e->schema;
 		cell_label = e->label;
+		cell_conn_host = e->host;
+		cell_conn_host_seen = e->host_seen;
 	}
 	else
 	{
@@ -242,6 +261,7 @@ cell_conn_discard(void)
 	if (cell_conn)
 		PQfinish(cell_conn);
 	cell_conn = NULL;
+	cell_conn_host = 0;
 	if (cell_schema)
 		pfree(cell_schema);
 	cell_schema = NULL;
@@ -516,48 +536,233 @@ cell_notice_receiver(void *arg, const PGresult *res)
 					message ? message : PQresultErrorMessage(res))));
 }
 
-/* Open the connection before the deadline. */
+/*
+ * Open a connection to one host with these options before the deadline.
+ * On failure nothing is left open.
+ */
 static CellCallStatus
-cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
+cell_connect_host(const char *const *keywords, const char *const *values,
+				  TimestampTz deadline, bool interruptible, CellCallResult *r)
 {
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	CellCallStatus w;
+	CellCallStatus w = CELL_CALL_OK;
 
-	if (cell_keywords == NULL)
-		return cell_fail(r, CELL_CALL_UNREACHABLE, "the claims store is not configured");
-	cell_conn = PQconnectStartParams((const char *const *) cell_keywords,
-									 (const char *const *) cell_values, false);
+	cell_conn = PQconnectStartParams(keywords, values, false);
 	if (cell_conn == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, "out of memory");
 	if (PQstatus(cell_conn) == CONNECTION_BAD)
-		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-	PQsetNoticeReceiver(cell_conn, cell_notice_receiver, NULL);
-	for (;;)
+		st = PGRES_POLLING_FAILED;
+	else
+		PQsetNoticeReceiver(cell_conn, cell_notice_receiver, NULL);
+	while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
 	{
-		if (st == PGRES_POLLING_OK)
-			break;
-		if (st == PGRES_POLLING_FAILED)
-			return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
 		w = cell_wait(cell_conn, st == PGRES_POLLING_WRITING, deadline, interruptible);
 		if (w != CELL_CALL_OK)
-			return cell_fail_wait(r, w, "connecting timed out");
+			break;
 		st = PQconnectPoll(cell_conn);
 	}
-	if (PQsetnonblocking(cell_conn, 1) != 0)
-		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-	if (cell_conn_need_password && !PQconnectionUsedPassword(cell_conn))
+	if (w != CELL_CALL_OK)
+		cell_fail_wait(r, w, "connecting timed out");
+	else if (st == PGRES_POLLING_FAILED || PQsetnonblocking(cell_conn, 1) != 0)
+		w = cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+	else if (cell_conn_need_password && !PQconnectionUsedPassword(cell_conn))
 	{
 		/* the store did not ask for the password: refuse, as postgres_fdw does */
-		PQfinish(cell_conn);
-		cell_conn = NULL;
-		r->status = CELL_CALL_REMOTE_ERROR;
+		w = r->status = CELL_CALL_REMOTE_ERROR;
 		strlcpy(r->sqlstate, "2F003", sizeof(r->sqlstate));
 		r->message = pstrdup("password is required");
 		r->detail = pstrdup("Non-superusers must connect to the claims store with a password, and the store did not ask for it.");
 		r->hint = pstrdup("Make the store's authentication ask for the password, or have a superuser set password_required 'false' on the user mapping.");
-		return r->status;
 	}
-	return CELL_CALL_OK;
+	if (w != CELL_CALL_OK)
+	{
+		PQfinish(cell_conn);
+		cell_conn = NULL;
+	}
+	return w;
+}
+
+/* Split a comma-separated libpq host, hostaddr or port list. */
+static List *
+cell_split_list(const char *value)
+{
+	List	   *items = NIL;
+	const char *p = value;
+
+	for (;;)
+	{
+		const char *comma = strchr(p, ',');
+
+		if (comma == NULL)
+		{
+			items = lappend(items, pstrdup(p));
+			return items;
+		}
+		items = lappend(items, pnstrdup(p, comma - p));
+		p = comma + 1;
+	}
+}
+
+/*
+ * The hosts of the options: for each, the options to connect to it alone
+ * (host, hostaddr and port taken from the lists, connect_timeout left out:
+ * libpq ignores it in non-blocking connections) and its key, a hash of its
+ * address. Lists whose lengths do not match are passed to libpq as they
+ * are, as one host. *per_host_ms is each host's bound: the server's
+ * connect_timeout, else claims_cell.connect_timeout shared among several
+ * hosts, else 0 (none but the call's).
+ */
+static int
+cell_hosts(char ****kw_out, char ****val_out, uint32 **keys_out, int *per_host_ms)
+{
+	List	   *lists[3] = {NIL, NIL, NIL};
+	static const char *const names[3] = {"host", "hostaddr", "port"};
+	int			n = 1;
+	int			nopts = 0;
+	bool		split = true;
+	char	 ***kw;
+	char	 ***val;
+	uint32	   *keys;
+
+	*per_host_ms = 0;
+	for (int i = 0; cell_keywords[i]; i++)
+	{
+		nopts++;
+		if (strcmp(cell_keywords[i], "connect_timeout") == 0)
+			*per_host_ms = (int) Min(strtol(cell_values[i], NULL, 10), 3600) * 1000;
+		for (int j = 0; j < 3; j++)
+			if (strcmp(cell_keywords[i], names[j]) == 0)
+				lists[j] = cell_split_list(cell_values[i]);
+	}
+	n = Max(list_length(lists[0]), list_length(lists[1]));
+	n = Max(n, 1);
+	for (int j = 0; j < 3; j++)
+		if (lists[j] != NIL && list_length(lists[j]) != n &&
+			!(j == 2 && list_length(lists[j]) == 1))
+			split = false;
+	if (!split)
+		n = 1;
+	if (*per_host_ms <= 0)
+		*per_host_ms = n > 1 ? cell_connect_timeout_ms / n : 0;
+	kw = palloc0(sizeof(char **) * n);
+	val = palloc0(sizeof(char **) * n);
+	keys = palloc0(sizeof(uint32) * n);
+	for (int h = 0; h < n; h++)
+	{
+		StringInfoData addr;
+		int			k = 0;
+
+		initStringInfo(&addr);
+		kw[h] = palloc0(sizeof(char *) * (nopts + 1));
+		val[h] = palloc0(sizeof(char *) * (nopts + 1));
+		for (int i = 0; cell_keywords[i]; i++)
+		{
+			const char *v = cell_values[i];
+			int			j;
+
+			if (strcmp(cell_keywords[i], "connect_timeout") == 0)
+				continue;
+			for (j = 0; j < 3; j++)
+				if (strcmp(cell_keywords[i], names[j]) == 0)
+					break;
+			if (j < 3 && split)
+				v = list_nth(lists[j], list_length(lists[j]) == 1 ? 0 : h);
+			if (j < 3)
+				appendStringInfo(&addr, "%s=%s;", names[j], v);
+			kw[h][k] = cell_keywords[i];
+			val[h][k] = (char *) v;
+			k++;
+		}
+		keys[h] = hash_bytes((unsigned char *) addr.data, addr.len);
+		if (keys[h] == 0)
+			keys[h] = 1;
+		pfree(addr.data);
+	}
+	*kw_out = kw;
+	*val_out = val;
+	*keys_out = keys;
+	return n;
+}
+
+/*
+ * Open the connection before the deadline: each host in turn, starting
+ * with the one that last accepted a session in this database, each for at
+ * most its own bound. A host that refuses, is read-only where read-write
+ * is asked for, or does not answer within its bound while time for
+ * another host remains is counted as failed in shared memory.
+ */
+static CellCallStatus
+cell_connect_hosts(char ***kw, char ***val, uint32 *keys, int n, int per_host_ms,
+				   TimestampTz deadline, bool interruptible, CellCallResult *r)
+{
+	int			first = 0;
+	uint32		preferred;
+	StringInfoData errors;
+	CellCallStatus st = CELL_CALL_UNREACHABLE;
+
+	preferred = cell_host_preferred();
+	for (int h = 0; h < n; h++)
+		if (keys[h] == preferred)
+			first = h;
+	initStringInfo(&errors);
+	for (int k = 0; k < n; k++)
+	{
+		int			h = (first + k) % n;
+		TimestampTz host_deadline = deadline;
+
+		if (per_host_ms > 0)
+			host_deadline = Min(deadline,
+								TimestampTzPlusMilliseconds(GetCurrentTimestamp(), per_host_ms));
+		st = cell_connect_host((const char *const *) kw[h], (const char *const *) val[h],
+							   host_deadline, interruptible, r);
+		if (st == CELL_CALL_OK)
+		{
+			cell_conn_host = keys[h];
+			cell_conn_host_seen = cell_host_failures(keys[h]);
+			cell_host_accepted(keys[h]);
+			return st;
+		}
+		if (st == CELL_CALL_INTERRUPTED || st == CELL_CALL_REMOTE_ERROR)
+			return st;
+		if (st == CELL_CALL_TIMEOUT && host_deadline >= deadline)
+			break;				/* the call's deadline passed */
+		if (n > 1)
+			cell_host_failed(keys[h]);
+		appendStringInfo(&errors, "%s%s", errors.len ? "; " : "", r->message);
+	}
+	if (errors.len == 0)
+		return st;
+	if (st == CELL_CALL_TIMEOUT)
+		appendStringInfo(&errors, "; %s", r->message);
+	return cell_fail(r, st, errors.data);
+}
+
+/*
+ * Open the connection before the deadline (see cell_connect_hosts); the
+ * per-host options live in a context of their own, freed on return.
+ */
+static CellCallStatus
+cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
+{
+	MemoryContext hosts_cxt;
+	MemoryContext old;
+	char	 ***kw;
+	char	 ***val;
+	uint32	   *keys;
+	int			per_host_ms;
+	int			n;
+	CellCallStatus st;
+
+	if (cell_keywords == NULL)
+		return cell_fail(r, CELL_CALL_UNREACHABLE, "the claims store is not configured");
+	hosts_cxt = AllocSetContextCreate(CurrentMemoryContext, "claims_cell hosts",
+									  ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(hosts_cxt);
+	n = cell_hosts(&kw, &val, &keys, &per_host_ms);
+	MemoryContextSwitchTo(old);
+	st = cell_connect_hosts(kw, val, keys, n, per_host_ms, deadline, interruptible, r);
+	MemoryContextDelete(hosts_cxt);
+	return st;
 }
 
 /*
@@ -753,6 +958,14 @@ cell_try(const char *sql, int nparams, const char *const *params,
 	/* a call ended by FATAL left its command running: start afresh */
 	if (cell_conn != NULL && PQtransactionStatus(cell_conn) == PQTRANS_ACTIVE)
 		cell_conn_discard();
+	/* a connection of another backend to this host failed since: move on */
+	if (cell_conn != NULL && cell_conn_host != 0 &&
+		cell_host_failures(cell_conn_host) != cell_conn_host_seen)
+	{
+		ereport(DEBUG1,
+				(errmsg("claims_cell: dropping the connection to a claims store host that failed since it was opened")));
+		cell_conn_discard();
+	}
 	r->connecting = cell_conn == NULL || cell_schema == NULL;
 	if (r->connecting)
 	{
@@ -810,6 +1023,10 @@ static void
 cell_call_internal(const char *sql, int nparams, const char *const *params,
 				   bool interruptible, bool finishing, CellCallResult *r)
 {
+	bool		probe;
+	CellCallStatus st;
+	TimestampTz start;
+
 	memset(r, 0, sizeof(*r));
 	if (interruptible)
 		cell_call_interrupted = false;
@@ -820,23 +1037,19 @@ cell_call_internal(const char *sql, int nparams, const char *const *params,
 				  : "not tried: a cancel or terminate request interrupted this backend's calls");
 		return;
 	}
+	st = cell_breaker_enter(&probe, finishing);
+	if (st != CELL_CALL_OK)
+	{
+		cell_fail(r, st, st == CELL_CALL_BUSY
+				  ? "too many calls to the claims store are in flight"
+				  : "the circuit breaker is open");
+		return;
+	}
+	start = GetCurrentTimestamp();
 	for (int attempt = 1; attempt <= 2; attempt++)
 	{
-		bool		probe;
-		CellCallStatus st;
-		TimestampTz start;
-
 		r->tries = attempt;
-		st = cell_breaker_enter(&probe, finishing);
-		if (st != CELL_CALL_OK)
-		{
-			cell_fail(r, st, st == CELL_CALL_BUSY
-					  ? "too many calls to the claims store are in flight"
-					  : "the circuit breaker is open");
-			return;
-		}
 		cell_stats_count(CELL_STAT_CALLS);
-		start = GetCurrentTimestamp();
 		st = cell_try_admitted(sql, nparams, params, interruptible, probe, r);
 
 		if (st == CELL_CALL_OK || st == CELL_CALL_REMOTE_ERROR)
@@ -848,7 +1061,13 @@ cell_call_internal(const char *sql, int nparams, const char *const *params,
 		/* a request abandoned by this try may still be done at the store */
 		if (r->sent)
 			r->abandoned = true;
+		/* an open connection was lost: every backend leaves that host */
+		if (st == CELL_CALL_UNREACHABLE && cell_conn != NULL && cell_conn_host != 0)
+			cell_host_failed(cell_conn_host);
 		cell_conn_discard();
+		ereport(LOG,
+				(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",
+						attempt, cell_server_label(), r->message)));
 		if (st == CELL_CALL_INTERRUPTED || (st == CELL_CALL_TIMEOUT && r->connecting))
 		{
 			/*
@@ -860,17 +1079,12 @@ cell_call_internal(const char *sql, int nparams, const char *const *params,
 			cell_breaker_leave(-1, probe, 0);
 			if (st == CELL_CALL_TIMEOUT)
 				cell_stats_count(CELL_STAT_TIMEOUTS);
-			ereport(LOG,
-					(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",
-							attempt, cell_server_label(), r->message)));
 			return;
 		}
-		cell_breaker_leave(finishing ? -1 : 0, probe, 0);
 		cell_stats_count(st == CELL_CALL_TIMEOUT ? CELL_STAT_TIMEOUTS : CELL_STAT_FAILURES);
-		ereport(LOG,
-				(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",
-						attempt, cell_server_label(), r->message)));
 	}
+	/* only a call whose second try failed too counts towards the breaker */
+	cell_breaker_leave(finishing ? -1 : 0, probe, 0);
 }
 
 /*

@@ -29,7 +29,7 @@ static const char *const cell_user_options[] = {
 /* libpq options nobody may set: the extension controls them. */
 static const char *const cell_forbidden_options[] = {
 	"replication", "client_encoding", "fallback_application_name", "passfile",
-	"connect_timeout", "service", NULL
+	"service", NULL
 };
 
 static bool
@@ -95,6 +95,19 @@ claims_cell_store_validator(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						 errmsg("password_required=false is superuser-only"),
 						 errhint("User mappings with the password_required option set to false may only be created or modified by the superuser.")));
+			continue;
+		}
+		if (catalog == ForeignServerRelationId && strcmp(def->defname, "connect_timeout") == 0)
+		{
+			char	   *end;
+			long		seconds = strtol(defGetString(def), &end, 10);
+
+			if (*defGetString(def) == '\0' || *end != '\0' || seconds < 0 || seconds > 3600)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"connect_timeout\": \"%s\"",
+								defGetString(def)),
+						 errhint("Give the bound of one host's connection attempt in whole seconds, from 0 (none) to 3600.")));
 			continue;
 		}
 		if (!cell_option_allowed(def->defname, catalog))

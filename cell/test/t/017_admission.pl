@@ -20,11 +20,12 @@ my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 
 	[ 3, 'cell-three', 'cell_three' ], [ 4, 'cell-four', 'cell_four' ]);
 
 # A cell with room for one call in flight, whose breaker opens after one
-# failed call and stays open for a minute.
+# failed call and stays open for a minute, without early probes.
 my $node = cell_node('cell', qq{
 claims_cell.max_concurrent_calls = 1
 claims_cell.breaker_threshold = 1
 claims_cell.breaker_cooldown = '60s'
+claims_cell.breaker_probe_interval = 0
 claims_cell.verify_interval = 0
 });
 add_cell(node => $node, store => $store, db => 'cell1', cell_id => 1, role => 'cell_one', sql => q{
@@ -187,7 +188,8 @@ $node->stop;
 # to start (post_auth_delay: a busy store's sessions are slow to start
 # under such a burst): a fresh backend's first call pays for it under
 # connect_timeout, not within call_timeout, and the breaker stays closed.
-my $burst = cell_node('burst', "claims_cell.verify_interval = 0\nclaims_cell.call_timeout = '1s'\n");
+my $burst = cell_node('burst', "claims_cell.verify_interval = 0\nclaims_cell.call_timeout = '1s'\n"
+	  . "claims_cell.breaker_probe_interval = 0\n");
 for ([ 'burst3', 3, 'cell_three' ], [ 'burst4', 4, 'cell_four' ])
 {
 	my ($db, $id, $role) = @$_;
@@ -266,10 +268,11 @@ is($burst->safe_psql('burst3', 'SELECT breaker_state FROM claims_cell.stats'), '
 	'slow connections leave the breaker closed');
 is(outstanding('3'), '0', 'and leave no lease at the store');
 
-# A refused connection still counts towards opening the breaker.
+# A refused connection still counts towards opening the breaker: five
+# calls (claims_cell.breaker_threshold) whose two tries were refused.
 my $nowhere = PostgreSQL::Test::Cluster::get_free_port();
 $burst->safe_psql('burst4', "ALTER SERVER topology OPTIONS (SET port '$nowhere')");
-$burst->psql('burst4', "INSERT INTO users VALUES (200 + $_, 'refused-$_')") for 1 .. 3;
+$burst->psql('burst4', "INSERT INTO users VALUES (200 + $_, 'refused-$_')") for 1 .. 5;
 is($burst->safe_psql('burst4', 'SELECT breaker_state FROM claims_cell.stats'), 'open',
 	'refused connections open the breaker');
 
