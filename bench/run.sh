@@ -517,6 +517,36 @@ compare_cell() {
     cell_added "worker variant adds (claimed - unclaimed)" "$c" cell_worker "$m1" "$m3"
 }
 
+# compare_cell_modes CLIENTS: immediate claims (leased at the end of the
+# statement) beside deferred ones (leased at COMMIT), for a signup and for a
+# 1000-row INSERT ... SELECT, alternating every round. Rows: each variant,
+# the immediate one with its ratio to the deferred one.
+compare_cell_modes() {
+    local c="$1" r i k n=4
+    local keys=(signup_imm signup_def bulk_imm bulk_def)
+    local labels=("cell signup, immediate" "cell signup, deferred" "cell 1000-row INSERT, immediate"
+        "cell 1000-row INSERT, deferred")
+    local scripts=(cell_signup.sql cell_signup_deferred.sql cell_bulk.sql cell_bulk_deferred.sql)
+    local mults=(3 3 3000 3000)
+    local tps=("" "" "" "")
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for ((i = 0; i < n; i++)); do
+            k=$(((i + r - 1) % n))
+            progress "${labels[k]}, $c clients, round $r/$ROUNDS"
+            PRE_HOOK=cell_vacuum run_pgbench "cell_${keys[k]}_c$c" "$r" "$DB_CELL" "${scripts[k]}" "$c" "$SECS"
+            tps[k]="${tps[k]} $TPS"
+        done
+    done
+    for k in 0 2; do
+        local mi md
+        mi="$(mean ${tps[k]})" md="$(mean ${tps[k + 1]})"
+        progress "  -> ${labels[k]} $mi, deferred $md tx/s"
+        emit_row "${labels[k]}" "$c" "$mi" "${mults[k]}" "cell_${keys[k]}_c$c" "$(ratio "$mi" "$md")" "deferred" \
+            "$(round_ratios "${tps[k]}" "${tps[k + 1]}")"
+        emit_row "${labels[k + 1]}" "$c" "$md" "${mults[k + 1]}" "cell_${keys[k + 1]}_c$c" "" ""
+    done
+}
+
 # round_ratios "A1 A2 ..." "B1 B2 ...": the lowest and highest Ai / Bi.
 round_ratios() {
     awk -v a="$1" -v b="$2" 'BEGIN {
@@ -829,6 +859,7 @@ main() {
         for c in $CELL_CLIENTS; do
             compare_cell "$c"
         done
+        compare_cell_modes 1
     fi
     if wants verify; then
         run_verify
