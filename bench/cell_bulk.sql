@@ -3,5 +3,5 @@
 \set n :n + 1
 \set base :run * 100000000000 + :client_id * 100000000 + :n * 1000
 INSERT INTO users_claimed
-SELECT :base + g, 'u' || (:base + g), 'u' || (:base + g) || '@example.com', 'u' || (:base + g) || '/profile'
+SELECT CAST(:base AS bigint) + g, 'u' || (CAST(:base AS bigint) + g), 'u' || (CAST(:base AS bigint) + g) || '@example.com', 'u' || (CAST(:base AS bigint) + g) || '/profile'
   FROM generate_series(1, 1000) g;

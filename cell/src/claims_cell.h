@@ -143,6 +143,7 @@ extern void cell_require_identity(void);
 extern void cell_xact_callback(XactEvent event, void *arg);
 extern void cell_leases_subxact(SubXactEvent event);
 extern bool cell_lease_live(const struct CellLease *lease);
+extern Oid	cell_extension_owner(void);
 extern void cell_claim_statement(void);
 
 /* fdw.c */

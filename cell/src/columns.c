@@ -9,6 +9,8 @@
 #include "claims_cell.h"
 
 #include "access/table.h"
+#include "catalog/pg_class.h"
+#include "utils/acl.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_index.h"
@@ -157,6 +159,35 @@ claims_cell_configure(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Delegated claiming: a role an administrator granted EXECUTE on
+ * claim_column, set_claiming and unclaim_column (and USAGE on the schema)
+ * may call them for the tables it owns (42501 for any other table); the
+ * declarations, the triggers and the store's registries are then handled
+ * as the extension's owner, since the role may not write the extension's
+ * tables nor attach its trigger functions. configure() stays the
+ * superuser's. Undone by SetUserIdAndSecContext(save_user, save_sec), or
+ * by the abort of the transaction.
+ */
+static void
+cell_delegate_enter(Oid relid, Oid *save_user, int *save_sec)
+{
+	bool		owner;
+
+	GetUserIdAndSecContext(save_user, save_sec);
+#if PG_VERSION_NUM >= 160000
+	owner = object_ownercheck(RelationRelationId, relid, *save_user);
+#else
+	owner = pg_class_ownercheck(relid, *save_user);
+#endif
+	if (!owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s to claim or unclaim its columns", get_rel_name(relid)),
+				 errhint("A role may claim the columns of the tables it owns once an administrator granted it EXECUTE on claims_cell.claim_column and claims_cell.unclaim_column.")));
+	SetUserIdAndSecContext(cell_extension_owner(), *save_sec | SECURITY_LOCAL_USERID_CHANGE);
+}
+
 /* Attribute number of a column of a table, or 42703. */
 static AttrNumber
 cell_column(Relation rel, const char *column)
@@ -297,6 +328,56 @@ cell_unknown_type(const char *kind, const char *name, const char *registry)
 }
 
 /*
+ * A source type the store does not know: register it when the store lets
+ * this cell's role insert into its registry (the administrator's choice),
+ * else fail with the statement the store's administrator runs. A source
+ * type only names the table a row is in (RAILS_TABLE_USERS); it is checked
+ * by no rule at the store, so registering one claims nothing.
+ */
+static char *
+cell_register_source(const char *source)
+{
+	CellCallResult r;
+	const char *params[1] = {source};
+	char	   *sql;
+
+	cell_call("SELECT pg_catalog.has_table_privilege('%s.claim_source_types', 'INSERT')"
+			  " AND pg_catalog.has_table_privilege('%s.claim_source_types', 'SELECT')",
+			  0, NULL, true, &r);
+	if (r.status != CELL_CALL_OK && r.status != CELL_CALL_REMOTE_ERROR)
+		cell_raise_unreachable(&r);
+	if (r.status == CELL_CALL_OK && r.value != NULL && strcmp(r.value, "t") == 0)
+	{
+		/* a concurrent registration of the same name is as good */
+		cell_call("WITH ins AS (INSERT INTO %s.claim_source_types (type_id, name)"
+				  " SELECT COALESCE(pg_catalog.max(t.type_id), 0) OPERATOR(pg_catalog.+) 1, $1"
+				  "   FROM %s.claim_source_types t"
+				  " ON CONFLICT (name) DO NOTHING RETURNING name)"
+				  " SELECT COALESCE((SELECT ins.name FROM ins), $1)",
+				  1, params, true, &r);
+		if (r.status == CELL_CALL_OK && r.value != NULL)
+		{
+			ereport(NOTICE,
+					(errmsg("registered source type \"%s\" at the claims store", r.value)));
+			return r.value;
+		}
+		if (r.status == CELL_CALL_REMOTE_ERROR)
+			cell_raise_remote(&r, psprintf("could not register source type \"%s\" at the claims store", source));
+		cell_raise_unreachable(&r);
+	}
+	sql = psprintf("INSERT INTO %s.claim_source_types (type_id, name) SELECT max(type_id) + 1, %s FROM %s.claim_source_types;",
+				   cell_store_schema() ? cell_store_schema() : "public", quote_literal_cstr(source),
+				   cell_store_schema() ? cell_store_schema() : "public");
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown source type \"%s\"", source),
+			 errdetail("The claims store at %s has no source type of that name, and does not let this cell register one.",
+					   cell_server_label()),
+			 errhint("Register it at the store as its administrator: %s", sql)));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
  * Ask the store's registries for the canonical names of the three types
  * and whether the bucket type is integer-valued.
  */
@@ -335,7 +416,7 @@ cell_resolve_types(const char *bucket, const char *subject, const char *source,
 	if (fields[1] == NULL || strcmp(fields[1], "-") == 0)
 		cell_unknown_type("subject", subject, "claim_subject_types");
 	if (fields[2] == NULL || strcmp(fields[2], "-") == 0)
-		cell_unknown_type("source", source, "claim_source_types");
+		fields[2] = cell_register_source(source);
 	p = strrchr(fields[0], ':');
 	*integer_valued = p && strcmp(p + 1, "true") == 0;
 	if (p)
@@ -379,6 +460,8 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	bool		deferrable = with_mode ? (!PG_ARGISNULL(6) && PG_GETARG_BOOL(6)) : true;
 	bool		initially_deferred = with_mode ? (!PG_ARGISNULL(7) && PG_GETARG_BOOL(7)) : true;
 	char		mode = !deferrable ? 'i' : initially_deferred ? 'd' : 'e';
+	Oid			save_user;
+	int			save_sec;
 
 	cell_require_args(fcinfo, 5);
 	relid = PG_GETARG_OID(0);
@@ -393,6 +476,7 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 errmsg("a claimed column that is initially deferred must be deferrable"),
 				 errhint("Pass \"deferrable\" => true too.")));
 
+	cell_delegate_enter(relid, &save_user, &save_sec);
 	rel = table_open(relid, ShareRowExclusiveLock);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
@@ -508,6 +592,7 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	table_close(rel, NoLock);
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }
 
@@ -552,11 +637,14 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 	bool		enabled;
 	char	   *sql;
 	char	   *trigger;
+	Oid			save_user;
+	int			save_sec;
 
 	cell_require_args(fcinfo, 3);
 	relid = PG_GETARG_OID(0);
 	column = NameStr(*PG_GETARG_NAME(1));
 	enabled = PG_GETARG_BOOL(2);
+	cell_delegate_enter(relid, &save_user, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
 	trigger = cell_find_claimed(relid, column,
@@ -571,6 +659,7 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 				   quote_identifier(trigger));
 	cell_spi(sql, 0, NULL, NULL, SPI_OK_UTILITY);
 	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }
 
@@ -587,12 +676,15 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	char	   *trigger;
 	Oid			types[1] = {REGCLASSOID};
 	Datum		values[1];
+	Oid			save_user;
+	int			save_sec;
 
 	cell_require_args(fcinfo, 2);
 	relid = PG_GETARG_OID(0);
 	column = NameStr(*PG_GETARG_NAME(1));
 	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 										   get_rel_name(relid));
+	cell_delegate_enter(relid, &save_user, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
 	trigger = cell_find_claimed(relid, column,
@@ -613,5 +705,6 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 				 0, NULL, NULL, SPI_OK_UTILITY);
 	}
 	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }

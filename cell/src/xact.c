@@ -216,6 +216,13 @@ cell_owner(bool missing_ok)
 	return owner;
 }
 
+/* The extension's owner (columns.c runs delegated claiming as it). */
+Oid
+cell_extension_owner(void)
+{
+	return cell_owner(false);
+}
+
 /* "{TYPE=value}", the store's label of a value. */
 static char *
 cell_label(const CellChange *c)
