@@ -25,6 +25,12 @@ PACKAGES=(
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
     openssl
+    # the cell orm suite's applications
+    ruby-activerecord
+    ruby-pg
+    python3-django
+    python3-psycopg2
+    python3-sqlalchemy
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 

@@ -13,12 +13,14 @@
 #   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
 #   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
 #   cell regress, cell tap: the same for claims_cell in cell/
+#   cell orm  Django, SQLAlchemy and ActiveRecord applications from Debian's
+#             packages against two cells and a store (cell/orm/test/t)
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
-# package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# cell-orm package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
@@ -346,6 +348,11 @@ run_cell_tap() {
     prove_suite "cell tap" "$REPO/cell" cell_tap 65032
 }
 
+# Suite (g): the ORM applications of cell/orm against two cells and a store.
+run_cell_orm() {
+    prove_suite "cell orm" "$REPO/cell/orm" cell_orm 65232
+}
+
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
 # its socket in a private directory under $TMPDIR (short enough for a socket path).
 start_pgtap_server() {
@@ -505,6 +512,7 @@ main_user() {
     want_suite pgtap && run_pgtap
     want_suite cell-regress && run_cell_regress
     want_suite cell-tap && run_cell_tap
+    want_suite cell-orm && run_cell_orm
     check_assertions
     finish
 }
