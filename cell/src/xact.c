@@ -1,7 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * xact.c
- *	  The lease protocol, driven by the transaction callbacks.
+ *	  The lease protocol, driven by the statement trigger and the
+ *	  transaction callbacks.
+ *
+ * End of a statement (claims_cell.claim_statement(), TRUNCATE, and
+ * set_constraints('IMMEDIATE')): the immediate changes are folded and
+ * leased as below, each lease recorded with the level of the
+ * subtransaction that took it (a savepoint that rolls back rolls it back
+ * at the store). A value already under one of the transaction's leases, or
+ * with deferred changes, is only checked for two holders there, and goes
+ * to PRE_COMMIT, which supersedes that lease with leases of the final
+ * state (rollback and begin in one transaction at the store).
  *
  * PRE_COMMIT (after every deferred check): fold the transaction's changes
  * into creates and destroys, split them into leases of at most
