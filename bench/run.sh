@@ -757,7 +757,7 @@ report() {
         echo "  shared_buffers goes to the disk, and the scale rows would measure the disk."
         if wants cell; then
             echo "- The cell rows: one INSERT of a user whose username, email and route claims_cell"
-            echo "  claims at COMMIT, in a cell database on the same server as the store (its"
+            echo "  claims at the end of the statement (immediate), in a cell database on the same server as the store (its"
             echo "  begin_update and commit go over a Unix socket). \"by hand\" is the same lease"
             echo "  protocol in a PL/pgSQL procedure called once per signup, talking to the store"
             echo "  over a persistent dblink connection; \"unclaimed\" the same INSERT into an"
@@ -765,6 +765,10 @@ report() {
             echo "  each after VACUUM ANALYZE of the cell and the store."
             echo "  \"claiming adds\": p50 and p99 of claimed minus unclaimed, and claimed over"
             echo "  unclaimed tx/s. claims_cell.call_timeout is 5s for the run."
+            echo "- The immediate / deferred rows: the same signup, and a 1000-row INSERT ... SELECT"
+            echo "  of such users, into users_claimed (immediate: leased at the end of the statement)"
+            echo "  and users_deferred (\"deferrable\", initially deferred: leased at COMMIT), at 1"
+            echo "  client, alternating every round; the ratio is immediate over deferred."
         fi
         if wants verify; then
             echo "- The verify rows: a table of $VERIFY_ROWS rows in the cell database whose column is"
