@@ -107,6 +107,17 @@ run($s, 'ROLLBACK');
 is(store_claims('im%'), '', 'ROLLBACK rolls the statement leases back at the store');
 is(outstanding(), '0', 'no lease outstanding after the rollback');
 
+# A statement of more records than claims_cell.max_batch_size takes one lease per batch.
+$before = begin_updates();
+$node->safe_psql('cell1', q{SET claims_cell.max_batch_size = 10;
+BEGIN;
+INSERT INTO users SELECT g, 'mb' || g FROM generate_series(200, 224) g;
+SELECT claims_cell.set_constraints('IMMEDIATE');
+COMMIT;});
+is(begin_updates() - $before, 3, '25 values in one statement: three leases of at most 10');
+is($store->safe_psql('postgres', q{SELECT count(*) FROM claims WHERE bucket_value LIKE 'mb%' AND status = 'ACTIVE'}),
+	'25', 'all committed');
+
 # 2. A savepoint recovers from the failed statement; COMMIT commits the rest.
 run($s, 'BEGIN');
 run($s, q{INSERT INTO users VALUES (10, 'sp1')});
