@@ -21,6 +21,11 @@ class Key < Cell1
   self.table_name = 'keys'
 end
 
+class CopyUser < ActiveRecord::Base
+  establish_connection conf('copy1')
+  self.table_name = 'users'
+end
+
 def out(name, value)
   puts "#{name}=#{value}"
 end
@@ -59,3 +64,8 @@ out('insert_all_kept', User.where(username: 'ar_i1').count)
 
 # Deferred: the error comes at COMMIT, out of the transaction block.
 out('deferred', error_of { Key.transaction { Key.create!(fingerprint: 'ktaken') } })
+
+# 55P03: a value under another cell's open transaction's lease.
+out('held', error_of { User.create!(username: 'ar_held') })
+# 55000: a database cloned from a cell refuses to claim.
+out('copy', error_of { CopyUser.create!(username: 'ar_copy') })

@@ -96,6 +96,9 @@ out('bulk_kept', User.objects.filter(username='dj_b1').count())
 # a value longer than 1024 characters: DataError at the statement
 out('too_long', error_of(lambda: User.objects.create(username='x' * 1025)))
 
+# 55P03: a value under another cell's open transaction's lease.
+out('held', error_of(lambda: User.objects.create(username='dj_held')))
+
 # A cross-cell race of get_or_create for one value: one cell creates it,
 # the other gets an exception; never both.
 barrier = threading.Barrier(2)

@@ -54,8 +54,17 @@ sub store_has
   FROM claims WHERE bucket_value = '$value'});
 }
 
+# A database cloned from cell 1 (a test database), and values under an
+# open transaction's lease in cell 2.
+$node->safe_psql('postgres', 'CREATE DATABASE copy1 TEMPLATE cell1');
+my $held = start_session($node, 'cell2',
+	"BEGIN;\nINSERT INTO users (username) VALUES ('ar_held'), ('dj_held');\nSELECT 'held';\n");
+$held->{h}->pump until $held->{out} =~ /held/;
+
 # --- ActiveRecord
 my $ar = app('ruby', "$dir/activerecord_app.rb");
+is($ar->{held}, 'ActiveRecord::LockWaitTimeout/55P03', 'ActiveRecord: 55P03 is LockWaitTimeout');
+is($ar->{copy}, 'ActiveRecord::StatementInvalid/55000', 'ActiveRecord: a cloned database: StatementInvalid 55000');
 is($ar->{savepoint_error}, 'ActiveRecord::RecordNotUnique', 'ActiveRecord: 23505 is RecordNotUnique at the statement');
 is($ar->{savepoint_kept}, '1', 'ActiveRecord: the savepoint recovered and the transaction committed');
 is($ar->{create_or_find_by}, 'found existing', 'ActiveRecord: create_or_find_by finds the row holding the value');
@@ -74,9 +83,11 @@ is($sa->{deferred_commit}, 'IntegrityError/23505', 'SQLAlchemy: deferred: Integr
 is($sa->{held}, 'OperationalError/55P03', 'SQLAlchemy: 55P03 is OperationalError');
 is(store_has('sa_after'), '1:ACTIVE', 'SQLAlchemy: the store holds what committed');
 
-# --- Django (its last check needs a copy of cell 1)
-$node->safe_psql('postgres', 'CREATE DATABASE copy1 TEMPLATE cell1');
+# --- Django
 my $dj = app('/usr/bin/python3', "$dir/django_app.py");
+is($dj->{held}, 'OperationalError/55P03', 'Django: 55P03 is OperationalError');
+$held->{in} .= "ROLLBACK;\n\\q\n";
+$held->{h}->finish;
 is($dj->{savepoint_error}, 'IntegrityError/23505', 'Django: IntegrityError at the statement');
 is($dj->{savepoint_commit}, 'none', 'Django: atomic() savepoint recovers');
 is($dj->{savepoint_kept}, '1', 'Django: the rest is kept');
