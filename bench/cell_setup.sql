@@ -3,7 +3,9 @@
 -- and the cell id registered for the role bench_cell).
 --
 -- Three identical users tables, one per way of signing up:
---   users_claimed  claims_cell claims username, email and route at COMMIT;
+--   users_claimed  claims_cell claims username, email and route at the end
+--                  of the statement (immediate, the default);
+--   users_deferred the same, deferred: claimed at COMMIT;
 --   users_plain    nothing claimed (what a cell without claims pays);
 --   users_hand     the same lease protocol done by hand in SQL
 --                  (bench_hand_signup), through dblink, with its own lease
@@ -24,6 +26,11 @@ CREATE TABLE users_hand (LIKE users_claimed INCLUDING ALL);
 SELECT claims_cell.claim_column('users_claimed', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_USERS');
 SELECT claims_cell.claim_column('users_claimed', 'email', 'EMAILS', 'USER', 'id', 'RAILS_TABLE_USERS');
 SELECT claims_cell.claim_column('users_claimed', 'route', 'ROUTES', 'USER', 'id', 'RAILS_TABLE_USERS');
+-- the same claims at COMMIT (deferred), beside the immediate users_claimed
+CREATE TABLE users_deferred (LIKE users_claimed INCLUDING ALL);
+SELECT claims_cell.claim_column('users_deferred', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_USERS', true, true);
+SELECT claims_cell.claim_column('users_deferred', 'email', 'EMAILS', 'USER', 'id', 'RAILS_TABLE_USERS', true, true);
+SELECT claims_cell.claim_column('users_deferred', 'route', 'ROUTES', 'USER', 'id', 'RAILS_TABLE_USERS', true, true);
 
 -- The by-hand protocol's lease rows and where its store is.
 CREATE TABLE bench_hand_leases (LIKE claims_cell.outstanding_leases INCLUDING ALL);

@@ -517,6 +517,36 @@ compare_cell() {
     cell_added "worker variant adds (claimed - unclaimed)" "$c" cell_worker "$m1" "$m3"
 }
 
+# compare_cell_modes CLIENTS: immediate claims (leased at the end of the
+# statement) beside deferred ones (leased at COMMIT), for a signup and for a
+# 1000-row INSERT ... SELECT, alternating every round. Rows: each variant,
+# the immediate one with its ratio to the deferred one.
+compare_cell_modes() {
+    local c="$1" r i k n=4
+    local keys=(signup_imm signup_def bulk_imm bulk_def)
+    local labels=("cell signup, immediate" "cell signup, deferred" "cell 1000-row INSERT, immediate"
+        "cell 1000-row INSERT, deferred")
+    local scripts=(cell_signup.sql cell_signup_deferred.sql cell_bulk.sql cell_bulk_deferred.sql)
+    local mults=(3 3 3000 3000)
+    local tps=("" "" "" "")
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for ((i = 0; i < n; i++)); do
+            k=$(((i + r - 1) % n))
+            progress "${labels[k]}, $c clients, round $r/$ROUNDS"
+            PRE_HOOK=cell_vacuum run_pgbench "cell_${keys[k]}_c$c" "$r" "$DB_CELL" "${scripts[k]}" "$c" "$SECS"
+            tps[k]="${tps[k]} $TPS"
+        done
+    done
+    for k in 0 2; do
+        local mi md
+        mi="$(mean ${tps[k]})" md="$(mean ${tps[k + 1]})"
+        progress "  -> ${labels[k]} $mi, deferred $md tx/s"
+        emit_row "${labels[k]}" "$c" "$mi" "${mults[k]}" "cell_${keys[k]}_c$c" "$(ratio "$mi" "$md")" "deferred" \
+            "$(round_ratios "${tps[k]}" "${tps[k + 1]}")"
+        emit_row "${labels[k + 1]}" "$c" "$md" "${mults[k + 1]}" "cell_${keys[k + 1]}_c$c" "" ""
+    done
+}
+
 # round_ratios "A1 A2 ..." "B1 B2 ...": the lowest and highest Ai / Bi.
 round_ratios() {
     awk -v a="$1" -v b="$2" 'BEGIN {
@@ -727,7 +757,7 @@ report() {
         echo "  shared_buffers goes to the disk, and the scale rows would measure the disk."
         if wants cell; then
             echo "- The cell rows: one INSERT of a user whose username, email and route claims_cell"
-            echo "  claims at COMMIT, in a cell database on the same server as the store (its"
+            echo "  claims at the end of the statement (immediate), in a cell database on the same server as the store (its"
             echo "  begin_update and commit go over a Unix socket). \"by hand\" is the same lease"
             echo "  protocol in a PL/pgSQL procedure called once per signup, talking to the store"
             echo "  over a persistent dblink connection; \"unclaimed\" the same INSERT into an"
@@ -735,6 +765,10 @@ report() {
             echo "  each after VACUUM ANALYZE of the cell and the store."
             echo "  \"claiming adds\": p50 and p99 of claimed minus unclaimed, and claimed over"
             echo "  unclaimed tx/s. claims_cell.call_timeout is 5s for the run."
+            echo "- The immediate / deferred rows: the same signup, and a 1000-row INSERT ... SELECT"
+            echo "  of such users, into users_claimed (immediate: leased at the end of the statement)"
+            echo "  and users_deferred (\"deferrable\", initially deferred: leased at COMMIT), at 1"
+            echo "  client, alternating every round; the ratio is immediate over deferred."
         fi
         if wants verify; then
             echo "- The verify rows: a table of $VERIFY_ROWS rows in the cell database whose column is"
@@ -829,6 +863,7 @@ main() {
         for c in $CELL_CLIENTS; do
             compare_cell "$c"
         done
+        compare_cell_modes 1
     fi
     if wants verify; then
         run_verify

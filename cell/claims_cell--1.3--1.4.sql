@@ -580,3 +580,180 @@ REVOKE ALL ON FUNCTION @extschema@.stats() FROM PUBLIC;
 REVOKE ALL ON @extschema@.stats FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.stats() TO pg_monitor;
 GRANT SELECT ON @extschema@.stats TO pg_monitor;
+
+-- ---------------------------------------------------------------------------
+-- Immediate and deferred claims.
+--
+-- A claimed column is claimed at the end of each statement, as a unique
+-- constraint is checked, unless it is deferrable and deferred (then at
+-- COMMIT, as every claimed column was before 1.4). Declarations made
+-- before 1.4 keep that: deferrable, initially deferred. New ones are
+-- immediate unless claim_column says otherwise.
+-- ---------------------------------------------------------------------------
+ALTER TABLE @extschema@.claimed_attributes
+    ADD COLUMN "deferrable" boolean NOT NULL DEFAULT true,
+    ADD COLUMN initially_deferred boolean NOT NULL DEFAULT true,
+    ADD CONSTRAINT claimed_attributes_deferred_is_deferrable CHECK ("deferrable" OR NOT initially_deferred);
+ALTER TABLE @extschema@.claimed_attributes
+    ALTER COLUMN "deferrable" SET DEFAULT false,
+    ALTER COLUMN initially_deferred SET DEFAULT false;
+
+CREATE OR REPLACE VIEW @extschema@.claimed_columns AS
+SELECT c.table_name, a.attname AS column_name, c.bucket_type, c.subject_type,
+       s.attname AS subject_column, c.source_type, k.attname AS source_column,
+       c.enabled, c.trigger_name, c.created_at, c.updated_at,
+       c."deferrable", c.initially_deferred
+  FROM @extschema@.claimed_attributes c
+  JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.table_name AND a.attnum OPERATOR(pg_catalog.=) c.attnum
+  JOIN pg_catalog.pg_attribute s ON s.attrelid OPERATOR(pg_catalog.=) c.table_name AND s.attnum OPERATOR(pg_catalog.=) c.subject_attnum
+  JOIN pg_catalog.pg_attribute k ON k.attrelid OPERATOR(pg_catalog.=) c.table_name AND k.attnum OPERATOR(pg_catalog.=) c.source_attnum;
+
+DROP FUNCTION @extschema@.claim_column(regclass, name, text, text, name, text);
+CREATE FUNCTION @extschema@.claim_column("table" regclass, "column" name, bucket_type text,
+                                         subject_type text, subject_column name,
+                                         source_type text DEFAULT NULL,
+                                         "deferrable" boolean DEFAULT false,
+                                         initially_deferred boolean DEFAULT false)
+RETURNS void
+AS 'MODULE_PATHNAME', 'claims_cell_claim_column'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.claim_column(regclass, name, text, text, name, text, boolean, boolean) IS
+    'Claim the values of a column at the store from now on, at the end of each statement or (deferred) at COMMIT';
+REVOKE ALL ON FUNCTION @extschema@.claim_column(regclass, name, text, text, name, text, boolean, boolean) FROM PUBLIC;
+
+-- Statement trigger of claimed tables: claims the statement's immediate changes.
+CREATE FUNCTION @extschema@.claim_statement()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'claims_cell_claim_statement'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION @extschema@.claim_statement() FROM PUBLIC;
+
+-- SET CONSTRAINTS for claimed columns, for the rest of the transaction:
+-- mode 'IMMEDIATE' or 'DEFERRED'; no table: every deferrable claimed
+-- column; a table without a column: its deferrable claimed columns.
+CREATE FUNCTION @extschema@.set_constraints(mode text, "table" regclass DEFAULT NULL,
+                                            "column" name DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'claims_cell_set_constraints'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.set_constraints(text, regclass, name) IS
+    'SET CONSTRAINTS for claimed columns: claim them at the end of each statement (IMMEDIATE) or at COMMIT (DEFERRED)';
+GRANT EXECUTE ON FUNCTION @extschema@.set_constraints(text, regclass, name) TO PUBLIC;
+
+DO $$
+DECLARE
+    t regclass;
+BEGIN
+    FOR t IN SELECT DISTINCT c.table_name FROM @extschema@.claimed_attributes c
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g
+                        WHERE g.tgrelid OPERATOR(pg_catalog.=) t
+                          AND g.tgname OPERATOR(pg_catalog.=) 'claims_cell_statement') THEN
+            EXECUTE pg_catalog.format('CREATE TRIGGER claims_cell_statement AFTER INSERT OR UPDATE OR DELETE ON %s'
+                                      ' FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.claim_statement()', t);
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- DROP COLUMN of the last claimed column drops the statement trigger too.
+CREATE OR REPLACE FUNCTION @extschema@.forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gone record;
+BEGIN
+    -- DROP EXTENSION drops the table itself
+    IF pg_catalog.to_regclass('@extschema@.claimed_attributes') IS NULL
+       OR pg_catalog.to_regclass('@extschema@.verify_progress') IS NULL THEN
+        RETURN;
+    END IF;
+    -- a dropped table's verification progress goes with it
+    DELETE FROM @extschema@.verify_progress p
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.objid OPERATOR(pg_catalog.=) p.table_name AND d.objsubid OPERATOR(pg_catalog.=) 0;
+    FOR gone IN
+        DELETE FROM @extschema@.claimed_attributes c
+         USING pg_catalog.pg_event_trigger_dropped_objects() d
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.objid OPERATOR(pg_catalog.=) c.table_name
+           AND d.objsubid IN (0, c.attnum, c.subject_attnum, c.source_attnum)
+        RETURNING c.table_name, c.attnum, c.trigger_name, d.objsubid, d.object_identity
+    LOOP
+        IF gone.objsubid OPERATOR(pg_catalog.<>) 0 THEN
+            -- a column of a table that stays: its trigger would fail
+            EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS %I ON %s',
+                                      gone.trigger_name, gone.table_name);
+            IF NOT EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c
+                            WHERE c.table_name OPERATOR(pg_catalog.=) gone.table_name) THEN
+                EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS claims_cell_truncate ON %s',
+                                          gone.table_name);
+                IF EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g
+                            WHERE g.tgrelid OPERATOR(pg_catalog.=) gone.table_name
+                              AND g.tgname OPERATOR(pg_catalog.=) 'claims_cell_statement') THEN
+                    EXECUTE pg_catalog.format('DROP TRIGGER claims_cell_statement ON %s',
+                                              gone.table_name);
+                END IF;
+            END IF;
+            RAISE NOTICE 'a column of table % is no longer claimed: column % was dropped',
+                gone.table_name, gone.object_identity;
+        END IF;
+    END LOOP;
+END
+$$;
+-- ---------------------------------------------------------------------------
+-- End of: immediate and deferred claims.
+-- ---------------------------------------------------------------------------
+
+-- ---------------------------------------------------------------------------
+-- TRUNCATE of a claimed table releases its values, as DELETE would.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION @extschema@.collect_truncate()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'claims_cell_collect_truncate'
+LANGUAGE C;
+REVOKE ALL ON FUNCTION @extschema@.collect_truncate() FROM PUBLIC;
+
+DO $$
+DECLARE
+    t regclass;
+BEGIN
+    FOR t IN SELECT g.tgrelid FROM pg_catalog.pg_trigger g
+              WHERE g.tgname OPERATOR(pg_catalog.=) 'claims_cell_truncate'
+                AND g.tgfoid OPERATOR(pg_catalog.=) '@extschema@.refuse_truncate()'::pg_catalog.regprocedure
+                AND g.tgrelid IN (SELECT c.table_name FROM @extschema@.claimed_attributes c)
+    LOOP
+        EXECUTE pg_catalog.format('DROP TRIGGER claims_cell_truncate ON %s', t);
+        EXECUTE pg_catalog.format('CREATE TRIGGER claims_cell_truncate BEFORE TRUNCATE ON %s'
+                                  ' FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.collect_truncate()', t);
+    END LOOP;
+END
+$$;
+-- ---------------------------------------------------------------------------
+-- End of: TRUNCATE releases.
+-- ---------------------------------------------------------------------------
+
+-- ---------------------------------------------------------------------------
+-- A cell database knows it is itself: configure() records the cluster's
+-- system identifier and the database's oid; a copy (CREATE DATABASE ...
+-- TEMPLATE, a restore elsewhere, pg_upgrade) has another one of them and
+-- claims nothing until configure() runs in it again.
+-- ---------------------------------------------------------------------------
+ALTER TABLE @extschema@.configuration
+    ADD COLUMN system_identifier bigint,
+    ADD COLUMN database_oid oid;
+COMMENT ON COLUMN @extschema@.configuration.system_identifier IS
+    'pg_control_system().system_identifier of the cluster configure() ran in';
+COMMENT ON COLUMN @extschema@.configuration.database_oid IS
+    'The oid of the database configure() ran in';
+UPDATE @extschema@.configuration
+   SET system_identifier = (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
+       database_oid = (SELECT d.oid FROM pg_catalog.pg_database d
+                        WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+-- ---------------------------------------------------------------------------
+-- End of: a cell database knows it is itself.
+-- ---------------------------------------------------------------------------

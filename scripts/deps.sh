@@ -29,6 +29,12 @@ PACKAGES=(
     # the monitoring suite: promtool, a Prometheus server and the exporter
     prometheus
     prometheus-postgres-exporter
+    # the cell orm suite's applications
+    ruby-activerecord
+    ruby-pg
+    python3-django
+    python3-psycopg2
+    python3-sqlalchemy
 )
 # The HA suite (ha/test/t): Patroni on etcd, and pgbouncer in front of the
 # store. Debian 12 (PostgreSQL 15) only: the suite is not run on 17.

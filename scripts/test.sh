@@ -21,12 +21,14 @@
 #             (etcd, synchronous_mode) and pgbouncer, two cells claiming
 #             through failovers; PostgreSQL 15 (Debian 12) only, skipped
 #             with a note on other versions
+#   cell orm  Django, SQLAlchemy and ActiveRecord applications from Debian's
+#             packages against two cells and a store (cell/orm/test/t)
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
-# monitoring ha package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# monitoring ha cell-orm package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
@@ -396,6 +398,11 @@ run_ha() {
     prove_suite ha "$REPO/ha" ha 64632
 }
 
+# Suite (i): the ORM applications of cell/orm against two cells and a store.
+run_cell_orm() {
+    prove_suite "cell orm" "$REPO/cell/orm" cell_orm 65232
+}
+
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
 # its socket in a private directory under $TMPDIR (short enough for a socket path).
 start_pgtap_server() {
@@ -557,6 +564,7 @@ main_user() {
     want_suite cell-tap && run_cell_tap
     want_suite monitoring && run_monitoring
     want_suite ha && run_ha
+    want_suite cell-orm && run_cell_orm
     check_assertions
     finish
 }
@@ -656,7 +664,7 @@ main_root() {
     finish
 }
 
-# Suite (h), as root: `make deb` for this PostgreSQL, then the package
+# Suite (j), as root: `make deb` for this PostgreSQL, then the package
 # installed on a clean Debian root (scripts/test_package.sh). Skipped with
 # CLAIMS_PACKAGE_TEST=0 (the Debian 13 run does it from the host).
 run_package() {

@@ -16,6 +16,7 @@
 
 #include "access/htup.h"
 #include "access/xact.h"
+#include "commands/trigger.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
@@ -58,10 +59,34 @@ extern void cell_worker_shmem_request(void);
 extern void cell_worker_shmem_startup(void);
 extern bool cell_worker_push(const char *uuid, char action);
 
+struct CellLease;				/* one lease of the transaction (xact.c) */
+struct CellKey;
+
+/*
+ * Where a change stands. Immediate changes are NEW until the end of their
+ * statement, then LEASED (under a lease taken then), SETTLED (nothing to
+ * claim: created and gone within the statement, or a release of a value
+ * the store did not hold) or DEFERRED (to COMMIT: the value is under a
+ * lease of an earlier statement, or has deferred changes). FLUSHING only
+ * while a statement's leases are being taken.
+ */
+typedef enum CellChangeState
+{
+	CELL_CHANGE_NEW,
+	CELL_CHANGE_DEFERRED,
+	CELL_CHANGE_FLUSHING,
+	CELL_CHANGE_LEASED,
+	CELL_CHANGE_SETTLED
+} CellChangeState;
+
 /* One change of a claimed value, recorded by the row trigger (collect.c). */
 typedef struct CellChange
 {
 	bool		create;			/* create (new value) or destroy (old value) */
+	bool		deferrable;		/* its column may be switched to deferred */
+	CellChangeState state;
+	struct CellLease *lease;	/* LEASED: the lease that carries it */
+	struct CellKey *key;		/* every change of its value */
 	int			level;			/* transaction nesting level that made it */
 	Oid			relid;			/* table and column, for messages */
 	AttrNumber	attnum;			/* the column (names change, numbers stay) */
@@ -75,8 +100,20 @@ typedef struct CellChange
 	int			source_len;
 } CellChange;
 
+/* Every change of one claimed value ("TYPE=value") in the transaction. */
+typedef struct CellKey
+{
+	char	   *key;
+	List	   *changes;		/* CellChange, in order */
+	struct CellLease *lease;	/* the live lease holding the value, or NULL */
+	bool		mark;			/* scratch flag of one pass */
+} CellKey;
+
 /* collect.c */
 extern List *cell_pending_changes(void);
+extern List *cell_take_new_changes(void);
+extern void cell_defer_changes(Oid relid, AttrNumber attnum, bool deferred);
+extern void cell_record_destroy(Relation rel, Trigger *trigger, HeapTuple tuple);
 extern bool cell_has_pending(void);
 extern void cell_forget_changes(void);
 extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -89,9 +126,26 @@ extern char *cell_claimed_text(Relation rel, HeapTuple tuple, int attnum);
 extern struct _SPI_plan *cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner);
 extern int64 cell_holders_count(struct _SPI_plan *plan, Oid owner, const char *value);
 
+/*
+ * columns.c: the configuration, and what identifies the database it was
+ * made in (NULL before the 1.4 update; read through to_jsonb so that the
+ * statement also runs before it).
+ */
+#define CELL_CONFIGURATION_SQL \
+	"SELECT c.server_name::pg_catalog.text, c.cell_id," \
+	" CAST(pg_catalog.to_jsonb(c) OPERATOR(pg_catalog.->>) 'system_identifier' AS pg_catalog.int8)," \
+	" CAST(pg_catalog.to_jsonb(c) OPERATOR(pg_catalog.->>) 'database_oid' AS pg_catalog.oid)" \
+	" FROM claims_cell.configuration c"
+extern void cell_check_identity(int64 cell_id, bool known, int64 sysid, Oid dboid);
+extern void cell_check_configuration_row(void);
+extern void cell_require_identity(void);
+
 /* xact.c */
 extern void cell_xact_callback(XactEvent event, void *arg);
 extern void cell_leases_subxact(SubXactEvent event);
+extern bool cell_lease_live(const struct CellLease *lease);
+extern Oid	cell_extension_owner(void);
+extern void cell_claim_statement(void);
 
 /* fdw.c */
 extern Oid	cell_server_oid(const char *server_name, bool missing_ok);

@@ -19,27 +19,58 @@
 #include "claims_cell.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
 PG_FUNCTION_INFO_V1(claims_cell_collect);
 PG_FUNCTION_INFO_V1(claims_cell_refuse_truncate);
 PG_FUNCTION_INFO_V1(claims_cell_changed_in_transaction);
+PG_FUNCTION_INFO_V1(claims_cell_claim_statement);
+PG_FUNCTION_INFO_V1(claims_cell_set_constraints);
+PG_FUNCTION_INFO_V1(claims_cell_collect_truncate);
 
-#define CELL_TRIGGER_NARGS 7
+#define CELL_TRIGGER_NARGS 7		/* before 1.4: deferred */
+#define CELL_TRIGGER_NARGS_MODE 8	/* and the mode: 'i', 'd' or 'e' */
+
+/* A claims_cell.set_constraints() of the transaction. */
+typedef struct CellOverride
+{
+	Oid			relid;			/* InvalidOid: every claimed column */
+	AttrNumber	attnum;			/* 0: every claimed column of relid */
+	bool		deferred;
+	int			level;			/* transaction nesting level that set it */
+} CellOverride;
+
+/* Claimed values under one hash (collisions chain). */
+typedef struct CellKeyEntry
+{
+	uint64		hash;
+	List	   *chain;			/* CellKey */
+} CellKeyEntry;
 
 static MemoryContext cell_pending_cxt = NULL;
 static List *cell_pending = NIL;
+static List *cell_new = NIL;	/* the NEW changes, for the statement's end */
 static List *cell_interned = NIL;	/* the names the changes share */
+static List *cell_overrides = NIL;	/* CellOverride, in order */
+static HTAB *cell_keys = NULL;	/* CellKeyEntry by the hash of "TYPE=value" */
 
 /* The changes recorded so far, in order. */
 List *
@@ -60,14 +91,106 @@ void
 cell_forget_changes(void)
 {
 	cell_pending = NIL;
+	cell_new = NIL;
 	cell_interned = NIL;
+	cell_overrides = NIL;
+	cell_keys = NULL;
 	if (cell_pending_cxt)
 		MemoryContextReset(cell_pending_cxt);
 }
 
+/* The NEW changes, handed to the end of the statement (and forgotten here). */
+List *
+cell_take_new_changes(void)
+{
+	List	   *l = cell_new;
+
+	cell_new = NIL;
+	return l;
+}
+
+/* Attach a change to the record of its value, creating it (cell_pending_cxt). */
+static void
+cell_key_attach(CellChange *c)
+{
+	char	   *key = psprintf("%s=%s", c->bucket_type, c->value);
+	uint64		hash = hash_bytes_extended((const unsigned char *) key, strlen(key), 0);
+	bool		found;
+	CellKeyEntry *entry;
+	CellKey    *k = NULL;
+	ListCell   *lc;
+
+	if (cell_keys == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(CellKeyEntry);
+		ctl.hcxt = cell_pending_cxt;
+		cell_keys = hash_create("claims_cell values", 256, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(cell_keys, &hash, HASH_ENTER, &found);
+	if (!found)
+		entry->chain = NIL;
+	foreach(lc, entry->chain)
+	{
+		if (strcmp(((CellKey *) lfirst(lc))->key, key) == 0)
+			k = lfirst(lc);
+	}
+	if (k == NULL)
+	{
+		k = palloc0(sizeof(CellKey));
+		k->key = key;
+		entry->chain = lappend(entry->chain, k);
+	}
+	else
+		pfree(key);
+	k->changes = lappend(k->changes, c);
+	if (c->state == CELL_CHANGE_LEASED && cell_lease_live(c->lease))
+		k->lease = c->lease;
+	c->key = k;
+}
+
 /*
- * Savepoints: a subtransaction that rolls back forgets its changes; one
- * that commits hands them to its parent.
+ * After a subtransaction rolled back: build the records of the values
+ * again from the changes that stay. A change under a lease the rollback
+ * took back (claims_cell.set_constraints('IMMEDIATE') in the savepoint, of
+ * a change made before it) goes back to COMMIT, as PostgreSQL's deferred
+ * checks fired in a savepoint that rolls back do.
+ */
+static void
+cell_rebuild_keys(void)
+{
+	MemoryContext old = MemoryContextSwitchTo(cell_pending_cxt);
+	ListCell   *lc;
+
+	if (cell_keys != NULL)
+		hash_destroy(cell_keys);
+	cell_keys = NULL;
+	cell_new = NIL;
+	foreach(lc, cell_pending)
+	{
+		CellChange *c = lfirst(lc);
+
+		if (c->state == CELL_CHANGE_FLUSHING ||
+			(c->state == CELL_CHANGE_LEASED && !cell_lease_live(c->lease)))
+		{
+			c->state = CELL_CHANGE_DEFERRED;
+			c->lease = NULL;
+		}
+		if (c->state == CELL_CHANGE_NEW)
+			cell_new = lappend(cell_new, c);
+		cell_key_attach(c);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Savepoints: a subtransaction that rolls back forgets its changes, its
+ * leases (rolled back at the store) and its set_constraints(); one that
+ * commits hands them to its parent.
  */
 void
 cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -77,6 +200,17 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	ListCell   *lc;
 
 	cell_leases_subxact(event);
+	foreach(lc, cell_overrides)
+	{
+		CellOverride *o = lfirst(lc);
+
+		if (o->level < level)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			cell_overrides = foreach_delete_current(cell_overrides, lc);
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			o->level = level - 1;
+	}
 	if (cell_pending == NIL)
 		return;
 	if (event == SUBXACT_EVENT_ABORT_SUB)
@@ -88,6 +222,7 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (c->level >= level)
 				cell_pending = foreach_delete_current(cell_pending, lc);
 		}
+		cell_rebuild_keys();
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
@@ -99,6 +234,75 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				c->level = level - 1;
 		}
 	}
+}
+
+/*
+ * Whether a change of a column is deferred to COMMIT now: its declaration's
+ * mode (trigger argument 8; triggers made before 1.4 have none and are
+ * deferred), unless the transaction's latest set_constraints() naming the
+ * column says otherwise. Columns that are not deferrable are immediate.
+ */
+static bool
+cell_column_deferred(Trigger *trigger, Oid relid, AttrNumber attnum, bool *deferrable)
+{
+	char		mode = trigger->tgnargs >= CELL_TRIGGER_NARGS_MODE ? trigger->tgargs[7][0] : 'd';
+	bool		deferred = mode == 'd';
+	ListCell   *lc;
+
+	*deferrable = mode != 'i';
+	if (!*deferrable)
+		return false;
+	foreach(lc, cell_overrides)
+	{
+		CellOverride *o = lfirst(lc);
+
+		if ((o->relid == InvalidOid || o->relid == relid) &&
+			(o->attnum == 0 || o->attnum == attnum))
+			deferred = o->deferred;
+	}
+	return deferred;
+}
+
+/*
+ * claims_cell.set_constraints(): from now on in this transaction, claim
+ * the deferrable columns named (relid 0: all, attnum 0: all of the table)
+ * at COMMIT or at the end of each statement. Switching to immediate also
+ * makes their changes collected so far immediate (the caller claims them
+ * now), as SET CONSTRAINTS ... IMMEDIATE checks what was deferred.
+ */
+void
+cell_defer_changes(Oid relid, AttrNumber attnum, bool deferred)
+{
+	MemoryContext old;
+	CellOverride *o;
+	ListCell   *lc;
+
+	if (cell_pending_cxt == NULL)
+		cell_pending_cxt = AllocSetContextCreate(TopMemoryContext, "claims_cell changes",
+												 ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cell_pending_cxt);
+	o = palloc0(sizeof(CellOverride));
+	o->relid = relid;
+	o->attnum = attnum;
+	o->deferred = deferred;
+	o->level = GetCurrentTransactionNestLevel();
+	cell_overrides = lappend(cell_overrides, o);
+	if (!deferred)
+	{
+		foreach(lc, cell_pending)
+		{
+			CellChange *c = lfirst(lc);
+
+			if (c->state == CELL_CHANGE_DEFERRED && c->deferrable &&
+				(relid == InvalidOid || c->relid == relid) &&
+				(attnum == 0 || c->attnum == attnum))
+			{
+				c->state = CELL_CHANGE_NEW;
+				cell_new = lappend(cell_new, c);
+			}
+		}
+	}
+	MemoryContextSwitchTo(old);
 }
 
 /* Empty or only white space: not a value (Rails' blank?). */
@@ -306,12 +510,11 @@ cell_intern(const char *s)
 	return llast(cell_interned);
 }
 
-/* Remember one change of one row. */
+/* Remember one change of one row, for a claimed column's trigger. */
 static void
-cell_record(TriggerData *td, HeapTuple tuple, bool create)
+cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 {
-	Relation	rel = td->tg_relation;
-	char	  **args = td->tg_trigger->tgargs;
+	char	  **args = trigger->tgargs;
 	int			attnum = cell_attnum(rel, args[0]);
 	char	   *value = cell_claimed_text(rel, tuple, attnum);
 	bool		integer_valued = args[6][0] == 't';
@@ -358,6 +561,8 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	old = MemoryContextSwitchTo(cell_pending_cxt);
 	c = palloc0(sizeof(CellChange));
 	c->create = create;
+	c->state = cell_column_deferred(trigger, RelationGetRelid(rel), attnum, &c->deferrable)
+		? CELL_CHANGE_DEFERRED : CELL_CHANGE_NEW;
 	c->level = GetCurrentTransactionNestLevel();
 	c->relid = RelationGetRelid(rel);
 	c->attnum = attnum;
@@ -371,7 +576,17 @@ cell_record(TriggerData *td, HeapTuple tuple, bool create)
 	memcpy(c->source_id, source_id, source_len);
 	c->source_len = source_len;
 	cell_pending = lappend(cell_pending, c);
+	if (c->state == CELL_CHANGE_NEW)
+		cell_new = lappend(cell_new, c);
+	cell_key_attach(c);
 	MemoryContextSwitchTo(old);
+}
+
+/* Remember the release of a row's value (TRUNCATE), as its DELETE would. */
+void
+cell_record_destroy(Relation rel, Trigger *trigger, HeapTuple tuple)
+{
+	cell_record(rel, trigger, tuple, false);
 }
 
 /* Whether two rows differ in a column (by binary image). */
@@ -403,14 +618,16 @@ claims_cell_collect(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
 		!TRIGGER_FIRED_AFTER(td->tg_event))
 		elog(ERROR, "claims_cell.collect() must be an AFTER ROW trigger");
-	if (td->tg_trigger->tgnargs != CELL_TRIGGER_NARGS)
-		elog(ERROR, "claims_cell.collect() takes %d trigger arguments", CELL_TRIGGER_NARGS);
+	if (td->tg_trigger->tgnargs != CELL_TRIGGER_NARGS &&
+		td->tg_trigger->tgnargs != CELL_TRIGGER_NARGS_MODE)
+		elog(ERROR, "claims_cell.collect() takes %d or %d trigger arguments",
+			 CELL_TRIGGER_NARGS, CELL_TRIGGER_NARGS_MODE);
 	rel = td->tg_relation;
 
 	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-		cell_record(td, td->tg_trigtuple, true);
+		cell_record(rel, td->tg_trigger, td->tg_trigtuple, true);
 	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-		cell_record(td, td->tg_trigtuple, false);
+		cell_record(rel, td->tg_trigger, td->tg_trigtuple, false);
 	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
 		char	  **args = td->tg_trigger->tgargs;
@@ -427,8 +644,8 @@ claims_cell_collect(PG_FUNCTION_ARGS)
 			cell_column_differs(rel, oldt, newt, cell_attnum(rel, args[5])))
 		{
 			/* a new value, or the same value with new metadata (a replace) */
-			cell_record(td, oldt, false);
-			cell_record(td, newt, true);
+			cell_record(rel, td->tg_trigger, oldt, false);
+			cell_record(rel, td->tg_trigger, newt, true);
 		}
 	}
 	return PointerGetDatum(NULL);
@@ -467,4 +684,192 @@ claims_cell_changed_in_transaction(PG_FUNCTION_ARGS)
 			PG_RETURN_BOOL(true);
 	}
 	PG_RETURN_BOOL(false);
+}
+
+/*
+ * claims_cell.claim_statement(): AFTER statement trigger of a claimed
+ * table. It fires after the statement's row triggers (those of rows that
+ * cascades changed too), and claims the immediate changes collected.
+ */
+Datum
+claims_cell_claim_statement(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		!TRIGGER_FIRED_AFTER(td->tg_event))
+		elog(ERROR, "claims_cell.claim_statement() must be an AFTER STATEMENT trigger");
+	cell_claim_statement();
+	return PointerGetDatum(NULL);
+}
+
+/* The oid of claims_cell.collect(). */
+static Oid
+cell_collect_oid(void)
+{
+	return LookupFuncName(list_make2(makeString("claims_cell"), makeString("collect")),
+						  0, NULL, false);
+}
+
+/*
+ * Check what set_constraints names: a table with claimed columns, and when
+ * a column is named, a claimed column that is deferrable (as SET
+ * CONSTRAINTS refuses a constraint that is not). Returns its attnum, or 0.
+ */
+static AttrNumber
+cell_check_deferrable(Oid relid, const char *column)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	Oid			collect = cell_collect_oid();
+	AttrNumber	attnum = column ? get_attnum(relid, column) : 0;
+	bool		claimed = false;
+	bool		deferrable = false;
+
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &rel->trigdesc->triggers[i];
+
+		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS ||
+			(attnum != 0 && atoi(t->tgargs[0]) != attnum))
+			continue;
+		claimed = true;
+		deferrable |= t->tgnargs < CELL_TRIGGER_NARGS_MODE || t->tgargs[7][0] != 'i';
+	}
+	if (!claimed)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 column ? errmsg("column \"%s\" of table \"%s\" is not claimed", column,
+								 RelationGetRelationName(rel))
+				 : errmsg("table \"%s\" has no claimed column", RelationGetRelationName(rel))));
+	if (column && !deferrable)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("claimed column \"%s\" of table \"%s\" is not deferrable", column,
+						RelationGetRelationName(rel)),
+				 errhint("Claim it again with claims_cell.claim_column(..., \"deferrable\" => true).")));
+	table_close(rel, NoLock);
+	return attnum;
+}
+
+/*
+ * claims_cell.set_constraints(mode text, "table" regclass, "column" name):
+ * SET CONSTRAINTS for claimed columns. 'DEFERRED' claims the deferrable
+ * ones named (all without a table, all of the table without a column) at
+ * COMMIT for the rest of the transaction; 'IMMEDIATE' at the end of each
+ * statement, and claims what they deferred so far now.
+ */
+Datum
+claims_cell_set_constraints(PG_FUNCTION_ARGS)
+{
+	char	   *mode;
+	bool		deferred;
+	Oid			relid = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+	AttrNumber	attnum = 0;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("mode must not be NULL")));
+	mode = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (pg_strcasecmp(mode, "deferred") == 0)
+		deferred = true;
+	else if (pg_strcasecmp(mode, "immediate") == 0)
+		deferred = false;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid mode \"%s\"", mode),
+				 errhint("The mode is 'IMMEDIATE' or 'DEFERRED'.")));
+	if (!PG_ARGISNULL(2) && !OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a column needs its table")));
+	if (OidIsValid(relid))
+		attnum = cell_check_deferrable(relid, PG_ARGISNULL(2) ? NULL : NameStr(*PG_GETARG_NAME(2)));
+	if (!IsTransactionBlock())
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+				 errmsg("claims_cell.set_constraints can only be used in transaction blocks")));
+		PG_RETURN_VOID();
+	}
+	cell_defer_changes(relid, attnum, deferred);
+	if (!deferred)
+		cell_claim_statement();
+	PG_RETURN_VOID();
+}
+
+/* Whether a trigger fires under the session's replication role. */
+static bool
+cell_trigger_fires(const Trigger *t)
+{
+	if (t->tgenabled == TRIGGER_DISABLED)
+		return false;
+	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
+		return t->tgenabled == TRIGGER_FIRES_ON_REPLICA || t->tgenabled == TRIGGER_FIRES_ALWAYS;
+	return t->tgenabled == TRIGGER_FIRES_ON_ORIGIN || t->tgenabled == TRIGGER_FIRES_ALWAYS;
+}
+
+/*
+ * claims_cell.collect_truncate(): BEFORE TRUNCATE trigger of a claimed
+ * table. Every row's value of every claimed column whose trigger would
+ * fire is released, as DELETE would: collected now (at the latest row
+ * versions: TRUNCATE holds the table alone, and under REPEATABLE READ
+ * rows committed since the snapshot go too) and claimed at the end of the
+ * statement or at COMMIT, per the column's mode.
+ */
+Datum
+claims_cell_collect_truncate(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	Oid			collect;
+	List	   *triggers = NIL;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	MemoryContext row_cxt;
+	MemoryContext old;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) ||
+		!TRIGGER_FIRED_BEFORE(td->tg_event))
+		elog(ERROR, "claims_cell.collect_truncate() must be a BEFORE TRUNCATE trigger");
+	rel = td->tg_relation;
+	collect = cell_collect_oid();
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &rel->trigdesc->triggers[i];
+
+		if (t->tgfoid == collect && cell_trigger_fires(t) &&
+			(t->tgnargs == CELL_TRIGGER_NARGS || t->tgnargs == CELL_TRIGGER_NARGS_MODE))
+			triggers = lappend(triggers, t);
+	}
+	if (triggers == NIL)
+		return PointerGetDatum(NULL);
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	slot = table_slot_create(rel, NULL);
+	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "claims_cell truncate row",
+									ALLOCSET_DEFAULT_SIZES);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		should_free;
+		HeapTuple	tuple;
+		ListCell   *lc;
+
+		CHECK_FOR_INTERRUPTS();
+		old = MemoryContextSwitchTo(row_cxt);
+		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		foreach(lc, triggers)
+			cell_record(rel, lfirst(lc), tuple, false);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(row_cxt);
+	}
+	MemoryContextDelete(row_cxt);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	cell_claim_statement();
+	return PointerGetDatum(NULL);
 }

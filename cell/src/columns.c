@@ -9,6 +9,10 @@
 #include "claims_cell.h"
 
 #include "access/table.h"
+#include "catalog/pg_class.h"
+#include "utils/acl.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -51,16 +55,77 @@ cell_spi(const char *sql, int nargs, Oid *types, Datum *values, int expected)
 }
 
 /*
+ * Raise 55000 when this database is not the one configure() ran in: a copy
+ * (CREATE DATABASE ... TEMPLATE, a dump restored elsewhere, pg_upgrade)
+ * would claim and release values as that cell, so nothing may reach the
+ * store from it. known is false before the 1.4 update recorded them.
+ */
+void
+cell_check_identity(int64 cell_id, bool known, int64 sysid, Oid dboid)
+{
+	int64		here = (int64) GetSystemIdentifier();
+
+	if (!known || (sysid == here && dboid == MyDatabaseId))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("this database is a copy of the database of cell %lld", (long long) cell_id),
+			 errdetail("claims_cell.configure() ran in database %u of the cluster with system identifier %lld;"
+					   " this is database %u of the cluster with system identifier %lld."
+					   " A copy claims nothing, lest it claim and release values as that cell.",
+					   dboid, (long long) sysid, MyDatabaseId, (long long) here),
+			 errhint("If this database is now that cell (a restore or pg_upgrade that replaces it), call claims_cell.configure(server_name, cell_id) here."
+					 " To use the copy without claiming, run SELECT claims_cell.unclaim_column(table_name, column_name) FROM claims_cell.claimed_columns,"
+					 " or DROP EXTENSION claims_cell.")));
+}
+
+/*
+ * After CELL_CONFIGURATION_SQL (inside SPI) found the row: check that this
+ * database is the one configured.
+ */
+void
+cell_check_configuration_row(void)
+{
+	bool		isnull,
+				n1,
+				n2;
+	int64		cell_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	Datum		sysid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n1);
+	Datum		dboid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &n2);
+
+	cell_check_identity(cell_id, !n1 && !n2, n1 ? 0 : DatumGetInt64(sysid),
+						n2 ? InvalidOid : DatumGetObjectId(dboid));
+}
+
+/*
+ * The store helpers reconcile() and verify() use refuse in a copy (their
+ * own SPI connection; nothing when not configured: they say so themselves).
+ */
+void
+cell_require_identity(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
+	if (SPI_execute(CELL_CONFIGURATION_SQL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: reading the configuration failed");
+	if (SPI_processed > 0)
+		cell_check_configuration_row();
+	SPI_finish();
+}
+
+/*
  * claims_cell.configure(server_name name, cell_id bigint): the store's
- * server (of the claims_cell_store wrapper) and this cell's id.
+ * server (of the claims_cell_store wrapper) and this cell's id, with what
+ * identifies this database (from 1.4): its cluster's system identifier and
+ * its oid, which a copy does not share.
  */
 Datum
 claims_cell_configure(PG_FUNCTION_ARGS)
 {
 	char	   *server;
 	int64		cell_id;
-	Oid			types[2] = {NAMEOID, INT8OID};
-	Datum		values[2];
+	Oid			types[4] = {NAMEOID, INT8OID, INT8OID, OIDOID};
+	Datum		values[4];
 
 	cell_require_args(fcinfo, 2);
 	server = NameStr(*PG_GETARG_NAME(0));
@@ -73,14 +138,54 @@ claims_cell_configure(PG_FUNCTION_ARGS)
 
 	values[0] = PG_GETARG_DATUM(0);
 	values[1] = Int64GetDatum(cell_id);
+	values[2] = Int64GetDatum((int64) GetSystemIdentifier());
+	values[3] = ObjectIdGetDatum(MyDatabaseId);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
-	cell_spi("INSERT INTO claims_cell.configuration (server_name, cell_id) VALUES ($1, $2)"
-			 " ON CONFLICT (singleton) DO UPDATE SET server_name = excluded.server_name,"
-			 " cell_id = excluded.cell_id, updated_at = pg_catalog.now()",
-			 2, types, values, SPI_OK_INSERT);
+	if (get_attnum(get_relname_relid("configuration", get_namespace_oid("claims_cell", false)),
+				   "system_identifier") != InvalidAttrNumber)
+		cell_spi("INSERT INTO claims_cell.configuration (server_name, cell_id, system_identifier, database_oid)"
+				 " VALUES ($1, $2, $3, $4)"
+				 " ON CONFLICT (singleton) DO UPDATE SET server_name = excluded.server_name,"
+				 " cell_id = excluded.cell_id, system_identifier = excluded.system_identifier,"
+				 " database_oid = excluded.database_oid, updated_at = pg_catalog.now()",
+				 4, types, values, SPI_OK_INSERT);
+	else
+		cell_spi("INSERT INTO claims_cell.configuration (server_name, cell_id) VALUES ($1, $2)"
+				 " ON CONFLICT (singleton) DO UPDATE SET server_name = excluded.server_name,"
+				 " cell_id = excluded.cell_id, updated_at = pg_catalog.now()",
+				 2, types, values, SPI_OK_INSERT);
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * Delegated claiming: a role an administrator granted EXECUTE on
+ * claim_column, set_claiming and unclaim_column (and USAGE on the schema)
+ * may call them for the tables it owns (42501 for any other table); the
+ * declarations, the triggers and the store's registries are then handled
+ * as the extension's owner, since the role may not write the extension's
+ * tables nor attach its trigger functions. configure() stays the
+ * superuser's. Undone by SetUserIdAndSecContext(save_user, save_sec), or
+ * by the abort of the transaction.
+ */
+static void
+cell_delegate_enter(Oid relid, Oid *save_user, int *save_sec)
+{
+	bool		owner;
+
+	GetUserIdAndSecContext(save_user, save_sec);
+#if PG_VERSION_NUM >= 160000
+	owner = object_ownercheck(RelationRelationId, relid, *save_user);
+#else
+	owner = pg_class_ownercheck(relid, *save_user);
+#endif
+	if (!owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s to claim or unclaim its columns", get_rel_name(relid)),
+				 errhint("A role may claim the columns of the tables it owns once an administrator granted it EXECUTE on claims_cell.claim_column and claims_cell.unclaim_column.")));
+	SetUserIdAndSecContext(cell_extension_owner(), *save_sec | SECURITY_LOCAL_USERID_CHANGE);
 }
 
 /* Attribute number of a column of a table, or 42703. */
@@ -197,7 +302,7 @@ cell_trigger_name(Oid relid, const char *column, AttrNumber attnum)
 static Oid
 cell_configured_server(void)
 {
-	int			ret = SPI_execute("SELECT server_name::text FROM claims_cell.configuration", true, 1);
+	int			ret = SPI_execute(CELL_CONFIGURATION_SQL, true, 1);
 
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: reading the configuration failed");
@@ -206,6 +311,7 @@ cell_configured_server(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("claims_cell is not configured"),
 				 errhint("Call claims_cell.configure(server_name, cell_id) first.")));
+	cell_check_configuration_row();
 	return cell_server_oid(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);
 }
 
@@ -219,6 +325,56 @@ cell_unknown_type(const char *kind, const char *name, const char *registry)
 			 errdetail("The claims store at %s has no %s type of that name.",
 					   cell_server_label(), kind),
 			 errhint("The store's table %s lists the registered names.", registry)));
+}
+
+/*
+ * A source type the store does not know: register it when the store lets
+ * this cell's role insert into its registry (the administrator's choice),
+ * else fail with the statement the store's administrator runs. A source
+ * type only names the table a row is in (RAILS_TABLE_USERS); it is checked
+ * by no rule at the store, so registering one claims nothing.
+ */
+static char *
+cell_register_source(const char *source)
+{
+	CellCallResult r;
+	const char *params[1] = {source};
+	char	   *sql;
+
+	cell_call("SELECT pg_catalog.has_table_privilege('%s.claim_source_types', 'INSERT')"
+			  " AND pg_catalog.has_table_privilege('%s.claim_source_types', 'SELECT')",
+			  0, NULL, true, &r);
+	if (r.status != CELL_CALL_OK && r.status != CELL_CALL_REMOTE_ERROR)
+		cell_raise_unreachable(&r);
+	if (r.status == CELL_CALL_OK && r.value != NULL && strcmp(r.value, "t") == 0)
+	{
+		/* a concurrent registration of the same name is as good */
+		cell_call("WITH ins AS (INSERT INTO %s.claim_source_types (type_id, name)"
+				  " SELECT COALESCE(pg_catalog.max(t.type_id), 0) OPERATOR(pg_catalog.+) 1, $1"
+				  "   FROM %s.claim_source_types t"
+				  " ON CONFLICT (name) DO NOTHING RETURNING name)"
+				  " SELECT COALESCE((SELECT ins.name FROM ins), $1)",
+				  1, params, true, &r);
+		if (r.status == CELL_CALL_OK && r.value != NULL)
+		{
+			ereport(NOTICE,
+					(errmsg("registered source type \"%s\" at the claims store", r.value)));
+			return r.value;
+		}
+		if (r.status == CELL_CALL_REMOTE_ERROR)
+			cell_raise_remote(&r, psprintf("could not register source type \"%s\" at the claims store", source));
+		cell_raise_unreachable(&r);
+	}
+	sql = psprintf("INSERT INTO %s.claim_source_types (type_id, name) SELECT max(type_id) + 1, %s FROM %s.claim_source_types;",
+				   cell_store_schema() ? cell_store_schema() : "public", quote_literal_cstr(source),
+				   cell_store_schema() ? cell_store_schema() : "public");
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown source type \"%s\"", source),
+			 errdetail("The claims store at %s has no source type of that name, and does not let this cell register one.",
+					   cell_server_label()),
+			 errhint("Register it at the store as its administrator: %s", sql)));
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
@@ -260,7 +416,7 @@ cell_resolve_types(const char *bucket, const char *subject, const char *source,
 	if (fields[1] == NULL || strcmp(fields[1], "-") == 0)
 		cell_unknown_type("subject", subject, "claim_subject_types");
 	if (fields[2] == NULL || strcmp(fields[2], "-") == 0)
-		cell_unknown_type("source", source, "claim_source_types");
+		fields[2] = cell_register_source(source);
 	p = strrchr(fields[0], ':');
 	*integer_valued = p && strcmp(p + 1, "true") == 0;
 	if (p)
@@ -295,9 +451,17 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	bool		integer_valued;
 	bool		first_column;
 	char	   *trigger;
-	Oid			types[8] = {REGCLASSOID, INT2OID, TEXTOID, TEXTOID, INT2OID, TEXTOID, INT2OID, NAMEOID};
-	Datum		values[8];
+	Oid			types[10] = {REGCLASSOID, INT2OID, TEXTOID, TEXTOID, INT2OID, TEXTOID, INT2OID, NAMEOID,
+	BOOLOID, BOOLOID};
+	Datum		values[10];
 	StringInfoData sql;
+	/* 1.4: deferrable and initially_deferred; before, every column was deferred */
+	bool		with_mode = PG_NARGS() >= 8;
+	bool		deferrable = with_mode ? (!PG_ARGISNULL(6) && PG_GETARG_BOOL(6)) : true;
+	bool		initially_deferred = with_mode ? (!PG_ARGISNULL(7) && PG_GETARG_BOOL(7)) : true;
+	char		mode = !deferrable ? 'i' : initially_deferred ? 'd' : 'e';
+	Oid			save_user;
+	int			save_sec;
 
 	cell_require_args(fcinfo, 5);
 	relid = PG_GETARG_OID(0);
@@ -306,6 +470,13 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	subject = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	subject_column = NameStr(*PG_GETARG_NAME(4));
 
+	if (initially_deferred && !deferrable)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a claimed column that is initially deferred must be deferrable"),
+				 errhint("Pass \"deferrable\" => true too.")));
+
+	cell_delegate_enter(relid, &save_user, &save_sec);
 	rel = table_open(relid, ShareRowExclusiveLock);
 	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
@@ -372,32 +543,56 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	values[5] = CStringGetTextDatum(source_name);
 	values[6] = Int16GetDatum(source_attnum);
 	values[7] = DirectFunctionCall1(namein, CStringGetDatum(trigger));
-	cell_spi("INSERT INTO claims_cell.claimed_attributes (table_name, attnum, bucket_type,"
-			 " subject_type, subject_attnum, source_type, source_attnum, trigger_name)"
-			 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			 8, types, values, SPI_OK_INSERT);
+	values[8] = BoolGetDatum(deferrable);
+	values[9] = BoolGetDatum(initially_deferred);
+	if (with_mode)
+		cell_spi("INSERT INTO claims_cell.claimed_attributes (table_name, attnum, bucket_type,"
+				 " subject_type, subject_attnum, source_type, source_attnum, trigger_name,"
+				 " \"deferrable\", initially_deferred)"
+				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+				 10, types, values, SPI_OK_INSERT);
+	else
+		cell_spi("INSERT INTO claims_cell.claimed_attributes (table_name, attnum, bucket_type,"
+				 " subject_type, subject_attnum, source_type, source_attnum, trigger_name)"
+				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+				 8, types, values, SPI_OK_INSERT);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW"
-					 " EXECUTE FUNCTION claims_cell.collect('%d', %s, %s, '%d', %s, '%d', %s)",
+					 " EXECUTE FUNCTION claims_cell.collect('%d', %s, %s, '%d', %s, '%d', %s",
 					 quote_identifier(trigger), qualified,
 					 attnum, quote_literal_cstr(bucket_name),
 					 quote_literal_cstr(subject_name), subject_attnum,
 					 quote_literal_cstr(source_name), source_attnum,
 					 integer_valued ? "'t'" : "'f'");
+	/* seven arguments: deferred, as every trigger made before 1.4 */
+	if (with_mode && mode != 'd')
+		appendStringInfo(&sql, ", '%c'", mode);
+	appendStringInfoChar(&sql, ')');
 	cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
+	/* the end of each statement claims its immediate changes */
+	if (with_mode && !cell_trigger_exists(relid, "claims_cell_statement"))
+	{
+		resetStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "CREATE TRIGGER claims_cell_statement AFTER INSERT OR UPDATE OR DELETE ON %s"
+						 " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.claim_statement()",
+						 qualified);
+		cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
+	}
 	if (first_column)
 	{
 		resetStringInfo(&sql);
 		appendStringInfo(&sql,
 						 "CREATE TRIGGER claims_cell_truncate BEFORE TRUNCATE ON %s"
-						 " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.refuse_truncate()",
-						 qualified);
+						 " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.%s()",
+						 qualified, with_mode ? "collect_truncate" : "refuse_truncate");
 		cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
 	}
 	SPI_finish();
 	table_close(rel, NoLock);
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }
 
@@ -442,11 +637,14 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 	bool		enabled;
 	char	   *sql;
 	char	   *trigger;
+	Oid			save_user;
+	int			save_sec;
 
 	cell_require_args(fcinfo, 3);
 	relid = PG_GETARG_OID(0);
 	column = NameStr(*PG_GETARG_NAME(1));
 	enabled = PG_GETARG_BOOL(2);
+	cell_delegate_enter(relid, &save_user, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
 	trigger = cell_find_claimed(relid, column,
@@ -461,6 +659,7 @@ claims_cell_set_claiming(PG_FUNCTION_ARGS)
 				   quote_identifier(trigger));
 	cell_spi(sql, 0, NULL, NULL, SPI_OK_UTILITY);
 	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }
 
@@ -477,12 +676,15 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	char	   *trigger;
 	Oid			types[1] = {REGCLASSOID};
 	Datum		values[1];
+	Oid			save_user;
+	int			save_sec;
 
 	cell_require_args(fcinfo, 2);
 	relid = PG_GETARG_OID(0);
 	column = NameStr(*PG_GETARG_NAME(1));
 	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 										   get_rel_name(relid));
+	cell_delegate_enter(relid, &save_user, &save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
 	trigger = cell_find_claimed(relid, column,
@@ -496,8 +698,13 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1",
 			 1, types, values, SPI_OK_SELECT);
 	if (SPI_processed == 0)
+	{
 		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_truncate ON %s", qualified),
 				 0, NULL, NULL, SPI_OK_UTILITY);
+		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_statement ON %s", qualified),
+				 0, NULL, NULL, SPI_OK_UTILITY);
+	}
 	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }

@@ -43,6 +43,7 @@ PG_FUNCTION_INFO_V1(claims_cell_transactions_ended);
 Datum
 claims_cell_store_list_leases(PG_FUNCTION_ARGS)
 {
+	cell_require_identity();
 	PG_RETURN_DATUM(cell_call_listing(NameStr(*PG_GETARG_NAME(0)), PG_GETARG_DATUM(1),
 									  "claims_list_leases",
 									  "the claims store refused to list this cell's leases"));
@@ -68,6 +69,8 @@ claims_cell_store_finish_lease(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[2];
 	bool		nulls[2] = {false, false};
+
+	cell_require_identity();
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

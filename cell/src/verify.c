@@ -28,6 +28,7 @@ PG_FUNCTION_INFO_V1(claims_cell_store_get_record);
 Datum
 claims_cell_store_list_records(PG_FUNCTION_ARGS)
 {
+	cell_require_identity();
 	PG_RETURN_DATUM(cell_call_listing(NameStr(*PG_GETARG_NAME(0)), PG_GETARG_DATUM(1),
 									  "claims_list_records",
 									  "the claims store refused to list this cell's records"));
@@ -52,6 +53,8 @@ claims_cell_store_repair_lease(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
+
+	cell_require_identity();
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -81,6 +84,8 @@ claims_cell_store_get_record(PG_FUNCTION_ARGS)
 {
 	const char *params[1];
 	CellCallResult r;
+
+	cell_require_identity();
 
 	cell_conn_prepare(cell_server_oid(NameStr(*PG_GETARG_NAME(0)), false));
 	params[0] = DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(1)));

@@ -38,6 +38,8 @@
  *-------------------------------------------------------------------------
  */
 #include "claims_cell.h"
+
+#include "access/xlog.h"
 #include "../../src/bgw_database.h"
 
 #include <limits.h>
@@ -543,14 +545,22 @@ cell_cycle_configuration(int64 *cell_id)
 		why = "extension \"claims_cell\" is not installed";
 	else
 	{
-		int			ret = SPI_execute("SELECT server_name::text, cell_id FROM claims_cell.configuration",
-									  true, 1);
-		bool		isnull;
+		int			ret = SPI_execute(CELL_CONFIGURATION_SQL, true, 1);
+		bool		isnull,
+					n1,
+					n2;
 
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "claims_cell: reading the configuration failed: %s", SPI_result_code_string(ret));
 		if (SPI_processed == 0)
 			why = "claims_cell is not configured";
+		else if (!((void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n1), n1) &&
+				 !((void) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &n2), n2) &&
+				 (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n1)) !=
+				  (int64) GetSystemIdentifier() ||
+				  DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &n2)) !=
+				  MyDatabaseId))
+			why = "this database is a copy of a cell's database (claims_cell.configure() ran elsewhere)";
 		else
 		{
 			serverid = cell_server_oid(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), false);

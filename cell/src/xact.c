@@ -1,7 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * xact.c
- *	  The lease protocol, driven by the transaction callbacks.
+ *	  The lease protocol, driven by the statement trigger and the
+ *	  transaction callbacks.
+ *
+ * End of a statement (claims_cell.claim_statement(), TRUNCATE, and
+ * set_constraints('IMMEDIATE')): the immediate changes are folded and
+ * leased as below, each lease recorded with the level of the
+ * subtransaction that took it (a savepoint that rolls back rolls it back
+ * at the store). A value already under one of the transaction's leases, or
+ * with deferred changes, is only checked for two holders there, and goes
+ * to PRE_COMMIT, which supersedes that lease with leases of the final
+ * state (rollback and begin in one transaction at the store).
  *
  * PRE_COMMIT (after every deferred check): fold the transaction's changes
  * into creates and destroys, split them into leases of at most
@@ -70,8 +80,22 @@ typedef struct CellLease
 	bool		sent;			/* a lease may exist at the store */
 	bool		taken;			/* the store confirmed it */
 	bool		in_doubt;		/* an abandoned try may still create it */
+	bool		gone;			/* rolled back with a savepoint, or superseded */
+	bool		dirty;			/* PRE_COMMIT: its values changed after it was taken */
 	int			level;			/* transaction nesting level that took it */
+	List	   *keys;			/* CellKey: the values it carries (statement leases) */
 } CellLease;
+
+/* What claiming runs under: SPI, the extension's owner, a pinned search_path. */
+typedef struct CellClaimCtx
+{
+	Oid			owner;
+	Oid			save_user;
+	int			save_sec;
+	int			save_nestlevel;
+	int64		cell_id;
+	char	   *server_name;
+} CellClaimCtx;
 
 /* The leases of the current transaction (cell_lease_cxt). */
 static MemoryContext cell_lease_cxt = NULL;
@@ -113,7 +137,7 @@ cell_stmt_execute(int stmt, Datum *values, bool read_only, long count)
 		"DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) ANY (ARRAY("
 		" SELECT l.uuid FROM claims_cell.outstanding_leases l WHERE l.uuid OPERATOR(pg_catalog.=) ANY ($1)"
 		" FOR UPDATE SKIP LOCKED))",
-		"SELECT server_name::text, cell_id FROM claims_cell.configuration",
+		CELL_CONFIGURATION_SQL,
 	};
 	static const Oid argtypes[CELL_NSTMTS] = {UUIDARRAYOID, InvalidOid};
 	static const int nargs[CELL_NSTMTS] = {1, 0};
@@ -200,6 +224,13 @@ cell_owner(bool missing_ok)
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/* The extension's owner (columns.c runs delegated claiming as it). */
+Oid
+cell_extension_owner(void)
+{
+	return cell_owner(false);
 }
 
 /* "{TYPE=value}", the store's label of a value. */
@@ -782,9 +813,11 @@ cell_drop_unclaimed(List **nets, const char *detail, int64 cell_id)
  * abort rolls back every lease taken before. Destroys of values the store
  * does not hold are dropped and the rest asked for again.
  */
-static void
-cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_sec)
+static CellLease *
+cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_sec,
+				List **taken)
 {
+	*taken = NIL;
 	for (;;)
 	{
 		pg_uuid_t	uuid;
@@ -810,14 +843,15 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 				cell_drop_unclaimed(&nets, r.detail, cell_id))
 			{
 				if (nets == NIL)
-					return;
+					return NULL;
 				continue;
 			}
 			cell_raise_refusal(nets, &r, cell_id);
 		}
 		cell_lease_confirm(lease, &r);
 		cell_record_lease(lease, &uuid, request, owner, save_user, save_sec);
-		return;
+		*taken = nets;
+		return lease;
 	}
 }
 
@@ -929,67 +963,61 @@ cell_leases_subxact(SubXactEvent event)
 			/* now, not by the worker: the transaction goes on and may verify again */
 			if (l->sent)
 				cell_finish_lease(l, false, false);
+			l->gone = true;
 			cell_leases = foreach_delete_current(cell_leases, lc);
 		}
 	}
 }
 
-/*
- * PRE_COMMIT: take the transaction's leases at the store, recording each
- * locally. Raises (and so aborts the commit) when the store refuses.
- */
-static void
-cell_pre_commit(void)
+/* Whether a lease still stands: not rolled back with a savepoint, not superseded. */
+bool
+cell_lease_live(const CellLease *lease)
 {
-	bool		claims = cell_has_pending();
-	bool		flush = cell_done_leases != NIL && !XactReadOnly &&
-		!IsolationUsesXactSnapshot() &&
-		TransactionIdIsValid(GetTopTransactionIdIfAny());
-	Oid			owner;
-	Oid			save_user;
-	int			save_sec;
-	List	   *nets;
-	char	   *server_name;
-	int64		cell_id;
-	bool		isnull;
-	int			ret;
-	int			save_nestlevel;
-	ListCell   *lc;
+	return lease != NULL && !lease->gone;
+}
 
-	if (!claims && !flush)
-		return;
-	owner = cell_owner(true);
-	if (!OidIsValid(owner))
-	{
-		/* the extension is gone: nothing to claim any more */
-		cell_forget_changes();
-		return;
-	}
-	nets = claims ? cell_fold(cell_pending_changes()) : NIL;
-
-	GetUserIdAndSecContext(&save_user, &save_sec);
+/*
+ * Enter the context claiming runs in: SPI, a snapshot that sees the last
+ * statement, search_path pinned, as the extension's owner. False when the
+ * extension is gone.
+ */
+static bool
+cell_claim_enter(CellClaimCtx *cx)
+{
+	cx->owner = cell_owner(true);
+	if (!OidIsValid(cx->owner))
+		return false;
+	GetUserIdAndSecContext(&cx->save_user, &cx->save_sec);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
-	/* SPI needs a snapshot at PRE_COMMIT, one that sees the last statement */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* the SQL below runs as the owner: no name may resolve in the user's schemas */
-	save_nestlevel = NewGUCNestLevel();
+	cx->save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+	SetUserIdAndSecContext(cx->owner, cx->save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-	if (flush)
-		cell_flush_done_leases();
-	if (nets == NIL)
-	{
-		SetUserIdAndSecContext(save_user, save_sec);
-		AtEOXact_GUC(true, save_nestlevel);
-		PopActiveSnapshot();
-		SPI_finish();
-		return;
-	}
-	ret = cell_stmt_execute(CELL_STMT_CONFIGURATION, NULL, true, 1);
+	return true;
+}
+
+/* Leave it. */
+static void
+cell_claim_leave(CellClaimCtx *cx)
+{
+	SetUserIdAndSecContext(cx->save_user, cx->save_sec);
+	AtEOXact_GUC(true, cx->save_nestlevel);
+	PopActiveSnapshot();
+	SPI_finish();
+}
+
+/* Read the configuration (as the owner): the store's server and the cell id, or 55000. */
+static void
+cell_claim_configuration(CellClaimCtx *cx)
+{
+	bool		isnull;
+	int			ret = cell_stmt_execute(CELL_STMT_CONFIGURATION, NULL, true, 1);
+
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: reading the configuration failed: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
@@ -997,19 +1025,348 @@ cell_pre_commit(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("claims_cell is not configured"),
 				 errhint("Call claims_cell.configure(server_name, cell_id) first.")));
-	server_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	cell_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	cell_check_local_holders(nets);
-	SetUserIdAndSecContext(save_user, save_sec);
+	cx->server_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	cx->cell_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	/* a copy of a cell's database claims nothing: nothing reaches the store */
+	cell_check_configuration_row();
+}
 
-	cell_conn_prepare(cell_server_oid(server_name, false));
-	cell_lease_cell_id = cell_id;
+/* Connect (as the caller, whose user mapping is used) for the leases. */
+static void
+cell_claim_connect(CellClaimCtx *cx)
+{
+	SetUserIdAndSecContext(cx->save_user, cx->save_sec);
+	cell_conn_prepare(cell_server_oid(cx->server_name, false));
+	cell_lease_cell_id = cx->cell_id;
+}
+
+/*
+ * Take leases on folded values in chunks of at most max_batch_size records
+ * and remember, for each value a lease carries, that lease: its changes of
+ * state FLUSHING become LEASED.
+ */
+static void
+cell_take_leases(CellClaimCtx *cx, List *nets)
+{
+	ListCell   *lc;
+
 	foreach(lc, cell_split(nets, cell_max_batch_size))
-		cell_take_lease(lfirst(lc), cell_id, owner, save_user, save_sec);
-	SetUserIdAndSecContext(save_user, save_sec);
-	AtEOXact_GUC(true, save_nestlevel);
-	PopActiveSnapshot();
-	SPI_finish();
+	{
+		List	   *taken;
+		CellLease  *lease = cell_take_lease(lfirst(lc), cx->cell_id, cx->owner,
+											cx->save_user, cx->save_sec, &taken);
+		ListCell   *lc2;
+
+		if (lease == NULL)
+			continue;
+		foreach(lc2, taken)
+		{
+			CellKey    *k = ((CellNet *) lfirst(lc2))->last->key;
+			MemoryContext old = MemoryContextSwitchTo(cell_lease_cxt);
+			ListCell   *lc3;
+
+			k->lease = lease;
+			lease->keys = lappend(lease->keys, k);
+			MemoryContextSwitchTo(old);
+			foreach(lc3, k->changes)
+			{
+				CellChange *c = lfirst(lc3);
+
+				if (c->state == CELL_CHANGE_FLUSHING)
+				{
+					c->state = CELL_CHANGE_LEASED;
+					c->lease = lease;
+				}
+			}
+		}
+	}
+}
+
+/*
+ * The end of a statement (and claims_cell.set_constraints('IMMEDIATE')):
+ * claim the values its immediate changes touched, as a unique constraint
+ * checks them. A value two rows hold fails the statement (23505); values
+ * no lease of this transaction holds yet are leased now, in one call per
+ * max_batch_size records, and a refusal fails the statement (its savepoint
+ * rolls the leases back). A value an earlier statement's lease holds, or
+ * with deferred changes, is only checked for two holders here: no other
+ * cell can take it meanwhile, and its final state goes to the store at
+ * COMMIT (the lease is superseded by one carrying it), so it is sent once.
+ */
+void
+cell_claim_statement(void)
+{
+	List	   *news = cell_take_new_changes();
+	List	   *keys = NIL;
+	List	   *fresh = NIL;
+	List	   *held_changes = NIL;
+	List	   *nets;
+	List	   *held_nets;
+	CellClaimCtx cx;
+	ListCell   *lc;
+
+	if (news == NIL)
+		return;
+	foreach(lc, news)
+	{
+		CellChange *c = lfirst(lc);
+
+		if (c->state == CELL_CHANGE_NEW && !c->key->mark)
+		{
+			c->key->mark = true;
+			keys = lappend(keys, c->key);
+		}
+	}
+	foreach(lc, keys)
+	{
+		CellKey    *k = lfirst(lc);
+		bool		held = cell_lease_live(k->lease);
+		ListCell   *lc2;
+
+		k->mark = false;
+		foreach(lc2, k->changes)
+			held |= ((CellChange *) lfirst(lc2))->state == CELL_CHANGE_DEFERRED;
+		foreach(lc2, k->changes)
+		{
+			CellChange *c = lfirst(lc2);
+
+			if (c->state == CELL_CHANGE_NEW)
+			{
+				c->state = held ? CELL_CHANGE_DEFERRED : CELL_CHANGE_FLUSHING;
+				if (!held)
+					fresh = lappend(fresh, c);
+			}
+			if (held && c->state != CELL_CHANGE_SETTLED)
+				held_changes = lappend(held_changes, c);
+		}
+	}
+	/* two rows ending the statement with one value: 23505 now */
+	held_nets = cell_fold(held_changes);
+	nets = cell_fold(fresh);
+	if (nets != NIL || held_nets != NIL)
+	{
+		if (!cell_claim_enter(&cx))
+		{
+			cell_forget_changes();
+			return;
+		}
+		cell_claim_configuration(&cx);
+		cell_check_local_holders(held_nets);
+		cell_check_local_holders(nets);
+		if (nets != NIL)
+		{
+			cell_claim_connect(&cx);
+			cell_take_leases(&cx, nets);
+		}
+		cell_claim_leave(&cx);
+	}
+	foreach(lc, fresh)
+	{
+		CellChange *c = lfirst(lc);
+
+		if (c->state == CELL_CHANGE_FLUSHING)
+			c->state = CELL_CHANGE_SETTLED;
+	}
+}
+
+/*
+ * Replace a statement's lease whose values changed again later in the
+ * transaction with leases carrying their final state (nets, folded over
+ * every change of those values), in one transaction at the store: the
+ * old lease is rolled back and the new ones begun together, so the values
+ * are never free in between, and a refusal leaves the old lease as it
+ * was. The old lease's local row goes, the new ones' rows come.
+ */
+static void
+cell_supersede_lease(CellClaimCtx *cx, CellLease *old, List *nets)
+{
+	for (;;)
+	{
+		List	   *chunks = cell_split(nets, cell_max_batch_size);
+		List	   *leases = NIL;
+		List	   *requests = NIL;
+		pg_uuid_t  *uuids = palloc0(sizeof(pg_uuid_t) * (list_length(chunks) + 1));
+		StringInfoData arr;
+		CellCallResult r;
+		char		cell_id[32];
+		const char *params[3];
+		ListCell   *lc;
+		Oid			argtype = UUIDOID;
+		Datum		arg;
+
+		initStringInfo(&arr);
+		appendStringInfoChar(&arr, '[');
+		foreach(lc, chunks)
+		{
+			int			i = foreach_current_index(lc);
+			CellLease  *l = cell_new_lease(&uuids[i]);
+			int			ncreates,
+						ndestroys;
+			char	   *request = cell_request(lfirst(lc), cx->cell_id, l->uuid, &ncreates, &ndestroys);
+
+			l->sent = l->in_doubt = true;
+			leases = lappend(leases, l);
+			requests = lappend(requests, request);
+			appendStringInfo(&arr, "%s%s", i > 0 ? ", " : "", request);
+			cell_stats_count(CELL_STAT_BEGIN_UPDATES);
+		}
+		appendStringInfoChar(&arr, ']');
+		snprintf(cell_id, sizeof(cell_id), "%lld", (long long) cx->cell_id);
+		params[0] = cell_id;
+		params[1] = old->uuid;
+		params[2] = arr.data;
+		cell_call("WITH rb AS MATERIALIZED (SELECT %s.claims_rollback($1::bigint, $2::uuid)::pg_catalog.text AS done),"
+				  " nb AS MATERIALIZED (SELECT %s.claims_begin_update(q.r) AS b"
+				  "   FROM rb, pg_catalog.jsonb_array_elements($3::jsonb) AS q(r))"
+				  " SELECT pg_catalog.concat((SELECT pg_catalog.count(*) FROM rb), ' ',"
+				  " (SELECT pg_catalog.string_agg(nb.b::pg_catalog.text, ' ') FROM nb))",
+				  3, params, true, &r);
+		if (r.status != CELL_CALL_OK)
+		{
+			/* the store's transaction did all or nothing; the old lease may be gone */
+			foreach(lc, leases)
+			{
+				CellLease  *l = lfirst(lc);
+
+				l->sent = l->in_doubt = r.status == CELL_CALL_REMOTE_ERROR ? r.abandoned : r.sent;
+			}
+		}
+		if (r.status == CELL_CALL_REMOTE_ERROR)
+		{
+			if (!r.abandoned && r.detail != NULL &&
+				(strcmp(r.sqlstate, "P0002") == 0 ||
+				 (strcmp(r.sqlstate, "42501") == 0 && strncmp(r.message, "cannot destroy", 14) == 0)) &&
+				cell_drop_unclaimed(&nets, r.detail, cx->cell_id))
+				continue;
+			cell_raise_refusal(nets, &r, cx->cell_id);
+		}
+		foreach(lc, leases)
+		{
+			cell_lease_confirm(lfirst(lc), &r);
+			r.abandoned = false;	/* one barrier confirms them all */
+		}
+		old->gone = true;
+		old->sent = old->taken = false;
+		SetUserIdAndSecContext(cx->owner, cx->save_sec | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		arg = DirectFunctionCall1(uuid_in, CStringGetDatum(old->uuid));
+		if (SPI_execute_with_args("DELETE FROM claims_cell.outstanding_leases WHERE uuid OPERATOR(pg_catalog.=) $1",
+								  1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "claims_cell: deleting the row of lease %s failed", old->uuid);
+		SetUserIdAndSecContext(cx->save_user, cx->save_sec);
+		foreach(lc, leases)
+			cell_record_lease(lfirst(lc), &uuids[foreach_current_index(lc)],
+							  list_nth(requests, foreach_current_index(lc)),
+							  cx->owner, cx->save_user, cx->save_sec);
+		return;
+	}
+}
+
+/*
+ * PRE_COMMIT: take the transaction's leases at the store, recording each
+ * locally. Raises (and so aborts the commit) when the store refuses. The
+ * changes not leased by their statements (deferred ones) are folded and
+ * leased; a statement's lease whose values changed again is superseded by
+ * leases of their final state.
+ */
+static void
+cell_pre_commit(void)
+{
+	List	   *rest = NIL;
+	List	   *dirty = NIL;
+	List	   *dirty_nets = NIL;
+	bool		flush = cell_done_leases != NIL && !XactReadOnly &&
+		!IsolationUsesXactSnapshot() &&
+		TransactionIdIsValid(GetTopTransactionIdIfAny());
+	List	   *nets;
+	CellClaimCtx cx;
+	ListCell   *lc;
+	ListCell   *lcn;
+	Oid			live_relid = InvalidOid;	/* the last table seen to exist */
+
+	foreach(lc, cell_pending_changes())
+	{
+		CellChange *c = lfirst(lc);
+		CellLease  *l = c->key->lease;
+
+		if (c->state == CELL_CHANGE_SETTLED)
+			continue;
+		if (c->state == CELL_CHANGE_LEASED)
+		{
+			/* a table dropped since claims and releases nothing: supersede */
+			if (c->relid != live_relid &&
+				!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(c->relid)))
+			{
+				if (cell_lease_live(c->lease) && !c->lease->dirty)
+					dirty = lappend(dirty, c->lease);
+				if (cell_lease_live(c->lease))
+					c->lease->dirty = true;
+			}
+			else
+				live_relid = c->relid;
+			continue;
+		}
+		if (cell_lease_live(l))
+		{
+			if (!l->dirty)
+				dirty = lappend(dirty, l);
+			l->dirty = true;
+		}
+		else
+			rest = lappend(rest, c);
+	}
+	if (rest == NIL && dirty == NIL && !flush)
+		return;
+	if (!cell_claim_enter(&cx))
+	{
+		/* the extension is gone: nothing to claim any more */
+		cell_forget_changes();
+		return;
+	}
+	nets = cell_fold(rest);
+	foreach(lc, dirty)
+	{
+		CellLease  *l = lfirst(lc);
+		List	   *changes = NIL;
+		ListCell   *lc2;
+
+		/* every change of its values, the leased ones included */
+		foreach(lc2, l->keys)
+		{
+			CellKey    *k = lfirst(lc2);
+			ListCell   *lc3;
+
+			if (k->lease != l)
+				continue;
+			foreach(lc3, k->changes)
+			{
+				if (((CellChange *) lfirst(lc3))->state != CELL_CHANGE_SETTLED)
+					changes = lappend(changes, lfirst(lc3));
+			}
+		}
+		dirty_nets = lappend(dirty_nets, cell_fold(changes));
+	}
+	if (flush)
+		cell_flush_done_leases();
+	if (nets == NIL && dirty == NIL)
+	{
+		cell_claim_leave(&cx);
+		return;
+	}
+	cell_claim_configuration(&cx);
+	cell_check_local_holders(nets);
+	foreach(lc, dirty_nets)
+		cell_check_local_holders(lfirst(lc));
+	cell_claim_connect(&cx);
+	forboth(lc, dirty, lcn, dirty_nets)
+		cell_supersede_lease(&cx, lfirst(lc), lfirst(lcn));
+	foreach(lc, cell_split(nets, cell_max_batch_size))
+	{
+		List	   *taken;
+
+		(void) cell_take_lease(lfirst(lc), cx.cell_id, cx.owner, cx.save_user, cx.save_sec, &taken);
+	}
+	cell_claim_leave(&cx);
 }
 
 /*

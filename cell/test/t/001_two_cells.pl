@@ -1,6 +1,7 @@
 # Two cells claim usernames at one store through plain SQL: a race for one
 # value, renames, deletes, savepoints, cascades, bulk inserts, PREPARE,
-# a store that goes down, a begin_update retried after a timeout. After
+# a store that goes down, a begin_update retried after a timeout (the
+# columns are claimed at COMMIT, deferred). After
 # each step the cells' tables and the store agree value by value.
 use strict;
 use warnings;
@@ -35,9 +36,9 @@ CREATE TABLE keys (id bigint PRIMARY KEY, user_id bigint REFERENCES users ON DEL
 CREATE TABLE notes (id bigint PRIMARY KEY, body text);
 SELECT claims_cell.claim_column('public.users', 'username',
          bucket_type => 'USERNAMES', subject_type => 'USER', subject_column => 'id',
-         source_type => 'RAILS_TABLE_USERS');
+         source_type => 'RAILS_TABLE_USERS', "deferrable" => true, initially_deferred => true);
 SELECT claims_cell.claim_column('keys', 'fingerprint', 'SSH_KEY_FINGERPRINTS', 'USER', 'user_id',
-         'RAILS_TABLE_KEYS');
+         'RAILS_TABLE_KEYS', true, true);
 });
 }
 

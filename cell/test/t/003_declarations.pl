@@ -96,7 +96,7 @@ is((run('cell2', q{INSERT INTO users VALUES (7, 'dave', NULL, 'erin')}))[0], '00
 is(store_names(2), 'carol,dave,erin', 'the store has both');
 $node->safe_psql('cell2', q{SELECT claims_cell.unclaim_column('users', 'handle')});
 is( $node->safe_psql('cell2', q{SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger
-	 WHERE tgrelid = 'users'::regclass}), 'claims_cell_attnum_4,claims_cell_truncate',
+	 WHERE tgrelid = 'users'::regclass}), 'claims_cell_attnum_4,claims_cell_statement,claims_cell_truncate',
 	'unclaim_column by the new name drops the right trigger');
 
 # DROP EXTENSION with a claimed table, and back.

@@ -35,9 +35,11 @@ CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
 CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s', password_required 'false');
 SELECT claims_cell.configure(server_name => 'topology', cell_id => %d);
 CREATE TABLE users (id bigint PRIMARY KEY, username text, email text);
-SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
-SELECT claims_cell.claim_column('users', 'email', 'EMAILS', 'USER', 'id');
-}, $version ? "VERSION '$version'" : '', $store->host, $store->port, $role, $cell_id));
+SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id'%s);
+SELECT claims_cell.claim_column('users', 'email', 'EMAILS', 'USER', 'id'%s);
+}, $version ? "VERSION '$version'" : '', $store->host, $store->port, $role, $cell_id,
+		# declarations made before the update stay deferred; a fresh one asks for it
+		($version ? '' : ', NULL, true, true') x 2));
 	return;
 }
 

@@ -4,7 +4,8 @@
 # or without a unique index. char(n) values are claimed in one form, the
 # one verify() reads, so an untouched table has no drift and its rows can
 # be deleted. The finished-lease list of a backend stays bounded under
-# REPEATABLE READ, and the 55P03 detail is one sentence.
+# REPEATABLE READ, and the 55P03 detail is one sentence. The columns are
+# deferred (043_immediate_claims.pl checks the same at the statement).
 use strict;
 use warnings;
 
@@ -20,11 +21,14 @@ my $node = cell_node('cell', "claims_cell.verify_interval = 0\n");
 my $tables = q{
 CREATE TABLE users (id bigint PRIMARY KEY, username text);
 CREATE INDEX ON users (username);
-SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
+SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id',
+         "deferrable" => true, initially_deferred => true);
 CREATE TABLE members (id bigint PRIMARY KEY, username text UNIQUE);
-SELECT claims_cell.claim_column('members', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_USERS');
+SELECT claims_cell.claim_column('members', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_USERS',
+         "deferrable" => true, initially_deferred => true);
 CREATE TABLE keys (id int PRIMARY KEY, fingerprint char(12), user_id bigint);
-SELECT claims_cell.claim_column('keys', 'fingerprint', 'SSH_KEY_FINGERPRINTS', 'USER', 'user_id');
+SELECT claims_cell.claim_column('keys', 'fingerprint', 'SSH_KEY_FINGERPRINTS', 'USER', 'user_id',
+         "deferrable" => true, initially_deferred => true);
 };
 add_cell(node => $node, store => $store, db => 'cell1', cell_id => 1, role => 'cell_one',
 	sql => $tables);
