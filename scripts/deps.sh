@@ -25,6 +25,7 @@ PACKAGES=(
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
     openssl
+    python3-protobuf
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 

@@ -283,22 +283,36 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		3, {INT4OID, BYTEAOID, TEXTOID}
 	},
 	[CLAIMS_PLAN_REGISTRY_BUCKETS] = {
-		"SELECT type_id, name, claim_field, integer_valued, aliases"
+		"SELECT type_id, name, claim_field, integer_valued, aliases, builtin"
 		" FROM @extschema@.claim_bucket_types ORDER BY type_id",
 		0, {InvalidOid}
 	},
 	[CLAIMS_PLAN_REGISTRY_SUBJECTS] = {
-		"SELECT type_id, name, NULL::text, false, aliases"
+		"SELECT type_id, name, NULL::text, false, aliases, builtin"
 		" FROM @extschema@.claim_subject_types ORDER BY type_id",
 		0, {InvalidOid}
 	},
 	[CLAIMS_PLAN_REGISTRY_SOURCES] = {
-		"SELECT type_id, name, NULL::text, false, aliases"
+		"SELECT type_id, name, NULL::text, false, aliases, builtin"
 		" FROM @extschema@.claim_source_types ORDER BY type_id",
 		0, {InvalidOid}
 	},
 	[CLAIMS_PLAN_CELLS] = {
-		"SELECT cell_id, role_name, disabled FROM @extschema@.claim_cells",
+		"SELECT cell_id, role_name, disabled FROM @extschema@.claim_cells ORDER BY cell_id",
+		0, {InvalidOid}
+	},
+	/*
+	 * The same with the CellInfo columns (version 1.2 on): the sequence
+	 * ranges as inclusive [minval, maxval] pairs in the order they were
+	 * set, an unbounded end standing for the int64 limit.
+	 */
+	[CLAIMS_PLAN_CELLS_INFO] = {
+		"SELECT cell_id, role_name, disabled, address, session_prefix,"
+		"       ARRAY(SELECT coalesce(lower(u.r), '-9223372036854775808'::bigint)"
+		"             FROM unnest(sequence_ranges) WITH ORDINALITY AS u(r, o) ORDER BY u.o),"
+		"       ARRAY(SELECT coalesce(upper(u.r) - 1, '9223372036854775807'::bigint)"
+		"             FROM unnest(sequence_ranges) WITH ORDINALITY AS u(r, o) ORDER BY u.o)"
+		" FROM @extschema@.claim_cells ORDER BY cell_id",
 		0, {InvalidOid}
 	},
 };
