@@ -1,52 +1,78 @@
-// The health checker: a connection of its own asks the store whether it is
-// a primary, every health-interval-ms.
+// The health checker thread.
 #include "health.h"
 
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <cstring>
+
 #include "log.h"
-#include "store.h"
 
 namespace claims_grpc {
 
-HealthChecker::HealthChecker(const Config& cfg, grpc::HealthCheckServiceInterface* health)
-    : cfg_(cfg), health_(health) {
-  health_->SetServingStatus(false);
-  thread_ = std::thread([this] { Loop(); });
+static const char* kService = "gitlab.cells.topology_service.claims.v1.ClaimService";
+
+void Health::Start(grpc::HealthCheckServiceInterface* svc) {
+  svc_ = svc;
+  Set(false);
+  thread_ = std::thread(&Health::Loop, this);
 }
 
-HealthChecker::~HealthChecker() { Stop(); }
+void Health::Poke() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poked_ = true;
+  }
+  cv_.notify_all();
+}
 
-void HealthChecker::Stop() {
+void Health::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (svc_) svc_->Shutdown();
 }
 
-// Check, set the status, wait, again; log each change.
-void HealthChecker::Loop() {
-  StoreConnection conn(cfg_.conninfo);
-  int last = -1;
+void Health::Set(bool serving) {
+  if (serving_ == static_cast<int>(serving)) return;
+  serving_ = serving;
+  svc_->SetServingStatus("", serving);
+  svc_->SetServingStatus(kService, serving);
+  Log(serving ? Level::kInfo : Level::kWarning,
+      std::string("health: ") + (serving ? "SERVING (the store's primary is reachable)"
+                                         : "NOT_SERVING (no primary reachable)"));
+}
+
+void Health::Loop() {
+  PGconn* pg = nullptr;
   for (;;) {
-    auto timeout = std::chrono::milliseconds(std::max(cfg_.health_interval_ms, 1000));
-    SqlResult r = conn.Run("SELECT pg_catalog.pg_is_in_recovery()::text", Clock::now() + timeout,
-                           nullptr);
-    bool serving = r.ok && r.rows.size() == 1 && r.rows[0] == "false";
-    if (!r.ok) conn.Discard();
-    health_->SetServingStatus(serving);
-    if (static_cast<int>(serving) != last) {
-      Log(serving ? Level::kInfo : Level::kWarning,
-          serving ? std::string("health: SERVING (the store accepts writes)")
-                  : "health: NOT_SERVING (" +
-                        (r.ok ? std::string("the store is in recovery") : r.message) + ")");
-      last = serving;
+    bool primary = false;
+    if (!pg || PQstatus(pg) != CONNECTION_OK) {
+      if (pg) PQfinish(pg);
+      pg = PQconnectdb(conninfo_.c_str());
     }
+    if (PQstatus(pg) == CONNECTION_OK) {
+      PGresult* r = PQexec(pg, "SELECT pg_catalog.pg_is_in_recovery()");
+      primary = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                strcmp(PQgetvalue(r, 0, 0), "f") == 0;
+      PQclear(r);
+      if (!primary) {
+        PQfinish(pg);  // reconnect: target_session_attrs picks the new primary
+        pg = nullptr;
+      }
+    }
+    Set(primary);
     std::unique_lock<std::mutex> lock(mu_);
-    if (cv_.wait_for(lock, std::chrono::milliseconds(cfg_.health_interval_ms),
-                     [this] { return stopping_; }))
-      return;
+    cv_.wait_for(lock, std::chrono::milliseconds(primary ? interval_ms_ : std::min(interval_ms_, 500)),
+                 [this] { return stopping_ || poked_; });
+    if (stopping_) break;
+    poked_ = false;
   }
+  if (pg) PQfinish(pg);
+  Set(false);
 }
 
 }  // namespace claims_grpc

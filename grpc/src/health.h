@@ -1,30 +1,36 @@
-// grpc.health.v1: SERVING only while the store's primary is reachable.
+// grpc.health.v1.Health: SERVING only while a connection made with the
+// store's conninfo reaches a primary (pg_is_in_recovery() is false); checked
+// every health-interval-ms and at once when a call loses its connection.
 #pragma once
 
-#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
-
-#include "config.h"
 
 namespace claims_grpc {
 
-class HealthChecker {
+class Health {
  public:
-  HealthChecker(const Config& cfg, grpc::HealthCheckServiceInterface* health);
-  ~HealthChecker();
+  Health(const std::string& conninfo, int interval_ms) : conninfo_(conninfo), interval_ms_(interval_ms) {}
+  void Start(grpc::HealthCheckServiceInterface* svc);
+  // Check again now (a call lost its connection or met a standby).
+  void Poke();
+  // NOT_SERVING from now on (shutdown), and stop the checker.
   void Stop();
 
  private:
   void Loop();
-  const Config& cfg_;
-  grpc::HealthCheckServiceInterface* health_;
+  void Set(bool serving);
+  std::string conninfo_;
+  int interval_ms_;
+  grpc::HealthCheckServiceInterface* svc_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  bool poked_ = false, stopping_ = false;
+  int serving_ = -1;
   std::thread thread_;
 };
 

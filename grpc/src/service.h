@@ -1,15 +1,18 @@
-// ClaimService: each RPC as one transaction at the store, as the caller's role.
+// ClaimService over the callback API: each call authenticates its caller's
+// CN through the identity map, applies its method's access rules, and runs
+// as SQL on the pool; a BeginUpdate whose caller is gone once its lease
+// exists rolls the lease back at once.
 #pragma once
 
-#include <grpcpp/grpcpp.h>
-
-#include <map>
+#include <chrono>
 #include <string>
 
 #include "config.h"
+#include "health.h"
 #include "identity_map.h"
+#include "log.h"
+#include "pool.h"
 #include "proto/claims/v1/service.grpc.pb.h"
-#include "store.h"
 
 namespace claims_grpc {
 
@@ -18,7 +21,10 @@ namespace ts = gitlab::cells::topology_service;
 
 class ClaimServiceImpl final : public v1::ClaimService::CallbackService {
  public:
-  ClaimServiceImpl(const Config& cfg, IdentityMap* map, StorePool* pool);
+  ClaimServiceImpl(const Config& cfg, IdentityMap* ids, Pool* pool, Health* health,
+                   Level call_level);
+  // false with *err when a method's access rules cannot be enforced.
+  bool CheckRules(std::string* err) const;
 
   grpc::ServerUnaryReactor* GetCells(grpc::CallbackServerContext* ctx,
                                      const ts::GetCellsRequest* req,
@@ -42,24 +48,21 @@ class ClaimServiceImpl final : public v1::ClaimService::CallbackService {
                                         const v1::ListRecordsRequest* req,
                                         v1::ListRecordsResponse* resp) override;
 
-  // Roll back a lease whose caller went away (on a pool thread).
-  void RollbackDeparted(const std::string& role, const std::string& cell_id,
-                        const std::string& lease_uuid);
+  const Config& cfg() const { return cfg_; }
+  IdentityMap* ids() { return ids_; }
+  Pool* pool() { return pool_; }
+  Health* health() { return health_; }
+  Level call_level() const { return call_level_; }
 
  private:
-  // Serve one call: the request as proto3 JSON to function fn of the store.
-  grpc::ServerUnaryReactor* Serve(const char* method, grpc::CallbackServerContext* ctx,
-                                  const google::protobuf::Message& req,
-                                  google::protobuf::Message* resp, const std::string& fn);
-
-  // Roll lease back on conn as role (logged when it fails).
-  void RollbackOn(StoreConnection& conn, const std::string& role, const std::string& cell_id,
-                  const std::string& lease);
-
-  const Config& cfg_;
-  IdentityMap* map_;
-  StorePool* pool_;
-  std::map<std::string, bool> admin_only_;  // method -> only administrators may call it
+  grpc::ServerUnaryReactor* Start(grpc::CallbackServerContext* ctx, const char* method,
+                                  const char* fn, const google::protobuf::Message* req,
+                                  google::protobuf::Message* resp);
+  Config cfg_;
+  IdentityMap* ids_;
+  Pool* pool_;
+  Health* health_;
+  Level call_level_;
 };
 
 }  // namespace claims_grpc

@@ -1,5 +1,7 @@
-// Server credentials: mTLS only, from private copies of the TLS files that a
-// reload replaces (a certificate provider re-reads them).
+// Server TLS: mTLS only. The configured files are checked (the key matches the
+// certificate, the CA file holds certificates) and copied into a private
+// directory that gRPC's FileWatcherCertificateProvider watches; SIGHUP checks
+// and copies them again, so a bad file on reload keeps the previous ones.
 #pragma once
 
 #include <grpcpp/security/server_credentials.h>
@@ -11,11 +13,22 @@
 
 namespace claims_grpc {
 
-// Copy the configured TLS files into the runtime directory (atomically, and
-// only when all three are readable); false with *err otherwise.
-bool CopyTlsFiles(const Config& cfg, const std::string& dir, std::string* err);
-// Credentials that demand and verify a client certificate signed by the CA.
-std::shared_ptr<grpc::ServerCredentials> MutualTlsCredentials(const Config& cfg,
-                                                              const std::string& dir);
+class TlsFiles {
+ public:
+  ~TlsFiles();
+  // Make the private directory and the first copies.
+  bool Init(const Config& cfg, std::string* err);
+  // Check and copy the configured files again (SIGHUP).
+  bool Reload(std::string* err);
+  // Credentials that require and verify a client certificate of the CA.
+  std::shared_ptr<grpc::ServerCredentials> Credentials() const;
+
+ private:
+  bool CheckAndCopy(std::string* err);
+
+  Config cfg_;
+  std::string dir_;
+  bool own_dir_ = false;
+};
 
 }  // namespace claims_grpc
