@@ -26,6 +26,14 @@ PACKAGES=(
     libipc-run-perl
     openssl
     python3-protobuf
+    g++
+    pkg-config
+    libpq-dev
+    libssl-dev
+    libgrpc++-dev
+    libprotobuf-dev
+    protobuf-compiler
+    protobuf-compiler-grpc
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 

@@ -107,10 +107,18 @@ sub start {
 		'--client-ca', $opt{certs}{ca}, '--identity-map', "$dir/identity.map",
 		'--port-file', "$dir/port", '--runtime-dir', "$dir/run",
 		'--health-interval-ms', '200', @{ $opt{args} // [] });
-	$self->{harness} = IPC::Run::start(\@cmd, '<', \undef, '>>', $self->{log}, '2>>', $self->{log});
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0) {
+		open(STDIN, '<', '/dev/null');
+		open(STDOUT, '>>', $self->{log});
+		open(STDERR, '>&', \*STDOUT);
+		exec(@cmd) or POSIX::_exit(127);
+	}
+	$self->{pid} = $pid;
 	for (1 .. 600) {
 		last if -s "$dir/port";
-		die "claims-grpc exited:\n" . $self->log unless $self->{harness}->pumpable;
+		die "claims-grpc exited:\n" . $self->log if waitpid($pid, POSIX::WNOHANG()) == $pid;
 		usleep(100_000);
 	}
 	open(my $fh, '<', "$dir/port") or die "claims-grpc did not start:\n" . $self->log;
@@ -155,7 +163,7 @@ sub health {
 	return $code eq 'OK' ? $out : $code;
 }
 
-sub pid { return $_[0]{harness}{KIDS}[0]{PID}; }
+sub pid { return $_[0]{pid}; }
 
 sub reload { kill 'HUP', $_[0]->pid; }
 
@@ -168,16 +176,25 @@ sub log {
 sub stop {
 	my ($self) = @_;
 	return $self->{status} if defined $self->{status};
-	kill 'TERM', $self->pid;
+	kill 'TERM', $self->{pid};
 	for (1 .. 600) {
-		if (!$self->{harness}->pumpable) {
-			$self->{harness}->finish;
-			return $self->{status} = $self->{harness}->result(0);
+		if (waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid}) {
+			return $self->{status} = ($? & 127) ? -1 : $? >> 8;
 		}
 		usleep(100_000);
 	}
-	$self->{harness}->kill_kill;
+	kill 'KILL', $self->{pid};
+	waitpid($self->{pid}, 0);
 	return -1;
+}
+
+# Kill a server a test left running.
+sub DESTROY {
+	my ($self) = @_;
+	if ($self->{pid} && !defined $self->{status}) {
+		kill 'KILL', $self->{pid};
+		waitpid($self->{pid}, 0);
+	}
 }
 
 1;
