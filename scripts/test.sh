@@ -13,12 +13,14 @@
 #   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
 #   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
 #   cell regress, cell tap: the same for claims_cell in cell/
+#   grpc      claims-grpc: the descriptor contract test, then prove over
+#             grpc/test/t/*.pl
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
-# package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# grpc package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
@@ -335,6 +337,24 @@ run_tap() {
     prove_suite tap "$REPO" tap 65432 "$TEMP_CONFIG_FILE" "${CLAIMS_TAP_FILES:-*}"
 }
 
+# Suite (g): claims-grpc. grpc/test/contract.sh (the .proto files against
+# GitLab's reference descriptor set), then prove over grpc/test/t/*.pl (the
+# server in front of a store node, certificates made with openssl).
+run_grpc() {
+    local out="$LOGDIR/grpc_contract.out" rc p fl s
+    section "grpc contract (grpc/test/contract.sh)"
+    "$REPO/grpc/test/contract.sh" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    read -r p fl s < <(count_tap "$out")
+    if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+        echo "grpc/test/contract.sh exited with status $rc without a failed assertion; counted as one failure"
+        fl=1
+    fi
+    echo "-- grpc contract: $p ok, $fl not ok"
+    add_counts "$p" "$fl"
+    prove_suite grpc "$REPO/grpc" grpc 65232 "$TEMP_CONFIG_FILE"
+}
+
 # Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
 # instance with cell/test/claims_cell.conf.
 run_cell_regress() {
@@ -505,6 +525,7 @@ main_user() {
     want_suite pgtap && run_pgtap
     want_suite cell-regress && run_cell_regress
     want_suite cell-tap && run_cell_tap
+    want_suite grpc && run_grpc
     check_assertions
     finish
 }
