@@ -52,7 +52,7 @@ clean: clean-grpc
 .PHONY: all-grpc install-grpc clean-grpc
 all-grpc:
 	$(MAKE) -C grpc
-install-grpc:
+install-grpc: all-grpc
 	$(MAKE) -C grpc install BINDIR=$(GRPC_BINDIR)
 clean-grpc:
 	$(MAKE) -C grpc clean

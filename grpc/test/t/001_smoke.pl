@@ -67,6 +67,19 @@ is($code, 'UNAVAILABLE', 'a certificate of another CA fails the handshake');
 ($code) = $gw->call(undef, 'GetCells');
 is($code, 'UNAVAILABLE', 'no client certificate fails the handshake');
 
+# SIGHUP rereads the identity map.
+$gw->write_identity_map({ 'cell-one' => 'cell_one', 'ops' => 'ops', 'stranger' => 'cell_one' });
+$gw->reload;
+for (1 .. 100) {
+	($code) = $gw->call('stranger', 'GetCells');
+	last if $code ne 'UNAUTHENTICATED';
+	select(undef, undef, undef, 0.1);
+}
+is($code, 'OK', 'after SIGHUP a newly mapped CN is served');
+($code, $out) = $gw->call('ops', 'GetRecord', q{{"bucket": {"type": "USERNAMES", "value": "alice"}}});
+is($code, 'OK', 'an administrator may GetRecord');
+like($out, qr/"status":"ACTIVE"/, 'GetRecord answers the record');
+
 like($gw->log, qr/call method=CommitUpdate cn=cell-one role=cell_one status=OK duration_ms=[0-9.]+/,
 	'one line per call with method, CN, status and duration');
 is($gw->stop, 0, 'SIGTERM stops the server cleanly');
