@@ -42,6 +42,21 @@ install-cell:
 clean-cell:
 	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG) clean
 
+# The gRPC server, claims-grpc (grpc/), is built, installed and cleaned with
+# the store. It goes to the bin directory beside PostgreSQL's prefix:
+# /usr/bin for Debian's /usr/lib/postgresql/NN/bin (GRPC_BINDIR overrides).
+GRPC_BINDIR ?= $(shell $(PG_CONFIG) --bindir | sed 's,/lib/postgresql/[0-9]*/bin$$,/bin,')
+all: all-grpc
+install: install-grpc
+clean: clean-grpc
+.PHONY: all-grpc install-grpc clean-grpc
+all-grpc:
+	$(MAKE) -C grpc
+install-grpc: all-grpc
+	$(MAKE) -C grpc install BINDIR=$(GRPC_BINDIR)
+clean-grpc:
+	$(MAKE) -C grpc clean
+
 # META.json (PGXN) from META.json.in and the control files' versions.
 META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_json.sh
 	scripts/meta_json.sh

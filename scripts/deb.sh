@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/deb.sh: `make deb`. Builds the Debian package postgresql-NN-claims
-# (both extensions) with PostgreSQL's packaging tooling (pg_buildext, dh
+# scripts/deb.sh: `make deb`. Builds the Debian packages postgresql-NN-claims
+# (both extensions) and claims-grpc (the gRPC server) with PostgreSQL's packaging tooling (pg_buildext, dh
 # --with pgxs_loop) for the PostgreSQL versions of debian/pgversions this
 # system supports, in a copy of the tree (build/deb-src), so the tree stays
 # clean; the .deb files go to build/deb/ (CLAIMS_DEB_OUT). The version is
@@ -14,7 +14,8 @@ OUT="${CLAIMS_DEB_OUT:-$REPO/build/deb}"
 VERSION="$("$REPO/scripts/dist_version.sh")"
 WORK="$REPO/build/deb-src"
 SRC="$WORK/claims-$VERSION"
-BUILD_DEPS=(build-essential debhelper postgresql-server-dev-all dpkg-dev libpq-dev libssl-dev)
+BUILD_DEPS=(build-essential debhelper postgresql-server-dev-all dpkg-dev libpq-dev libssl-dev
+    pkg-config libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
 
 missing=()
 for p in "${BUILD_DEPS[@]}"; do
@@ -28,7 +29,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 rm -rf "$WORK" && mkdir -p "$SRC" "$OUT"
-tar -C "$REPO" --anchored --exclude=./.git --exclude=./build --exclude="./tmp_check*" \
+tar -C "$REPO" --anchored --exclude=./.git --exclude=./build --exclude=./grpc/build --exclude="./tmp_check*" \
     --exclude="./cell/tmp_check*" --exclude=./results --exclude=./cell/results \
     --exclude=./output_iso --exclude=./log --exclude=./cell/log --exclude=./.run \
     --exclude="*.o" --exclude="*.so" --exclude="*.bc" -cf - . | tar -C "$SRC" -xf -

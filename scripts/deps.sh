@@ -35,6 +35,15 @@ PACKAGES=(
     python3-django
     python3-psycopg2
     python3-sqlalchemy
+    # claims-grpc: C++, gRPC, protobuf, libpq
+    g++
+    pkg-config
+    libpq-dev
+    libssl-dev
+    libgrpc++-dev
+    libprotobuf-dev
+    protobuf-compiler
+    protobuf-compiler-grpc
 )
 # The HA suite (ha/test/t): Patroni on etcd, and pgbouncer in front of the
 # store. Debian 12 (PostgreSQL 15) only: the suite is not run on 17.

@@ -23,12 +23,14 @@
 #             with a note on other versions
 #   cell orm  Django, SQLAlchemy and ActiveRecord applications from Debian's
 #             packages against two cells and a store (cell/orm/test/t)
+#   grpc      claims-grpc: the descriptor contract test, then prove over
+#             grpc/test/t/*.pl
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
 # A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
-# monitoring ha cell-orm package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
+# monitoring ha cell-orm grpc package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
@@ -345,6 +347,24 @@ run_tap() {
     prove_suite tap "$REPO" tap 65432 "$TEMP_CONFIG_FILE" "${CLAIMS_TAP_FILES:-*}"
 }
 
+# Suite (k): claims-grpc. grpc/test/contract.sh (the .proto files against
+# GitLab's reference descriptor set), then prove over grpc/test/t/*.pl (the
+# server in front of a store node, certificates made with openssl).
+run_grpc() {
+    local out="$LOGDIR/grpc_contract.out" rc p fl s
+    section "grpc contract (grpc/test/contract.sh)"
+    "$REPO/grpc/test/contract.sh" 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    read -r p fl s < <(count_tap "$out")
+    if [ "$rc" -ne 0 ] && [ "$fl" -eq 0 ]; then
+        echo "grpc/test/contract.sh exited with status $rc without a failed assertion; counted as one failure"
+        fl=1
+    fi
+    echo "-- grpc contract: $p ok, $fl not ok"
+    add_counts "$p" "$fl"
+    prove_suite grpc "$REPO/grpc" grpc 64432 "$TEMP_CONFIG_FILE"
+}
+
 # Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
 # instance with cell/test/claims_cell.conf.
 run_cell_regress() {
@@ -565,6 +585,7 @@ main_user() {
     want_suite monitoring && run_monitoring
     want_suite ha && run_ha
     want_suite cell-orm && run_cell_orm
+    want_suite grpc && run_grpc
     check_assertions
     finish
 }
