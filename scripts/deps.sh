@@ -25,6 +25,10 @@ PACKAGES=(
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
     openssl
+    python3-grpcio
+    python3-protobuf
+    protobuf-compiler
+    protobuf-compiler-grpc
 )
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 
