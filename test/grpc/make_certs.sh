@@ -8,7 +8,7 @@
 #   server.crt/key          the gateway's certificate, CN localhost,
 #                           subjectAltName DNS:localhost and IP:127.0.0.1
 #   cell-one, cell-two      client certificates (CN cell-one, cell-two)
-#   admin                   client certificate, CN claims-admin
+#   claims-admin            client certificate, CN claims-admin
 #   stranger                client certificate of the CA, CN stranger
 #                           (not in any identity map)
 #   foreign-ca, foreign     another CA and a client certificate it signed,
@@ -54,6 +54,6 @@ make_cert ca server localhost "$SERVER"
 make_cert new-ca server-new localhost "$SERVER"
 make_cert ca cell-one cell-one "$CLIENT"
 make_cert ca cell-two cell-two "$CLIENT"
-make_cert ca admin claims-admin "$CLIENT"
+make_cert ca claims-admin claims-admin "$CLIENT"
 make_cert ca stranger stranger "$CLIENT"
 make_cert foreign-ca foreign cell-one "$CLIENT"
