@@ -88,13 +88,24 @@ sub begin
 }
 
 # ---------------------------------------------------------------------------
-# GetCells: any authenticated caller, the cells of the registry.
+# GetCells: any authenticated caller, the cells of the registry with their
+# CellInfo (set by an administrator with claims_set_cell_info).
+my $has_cell_info = $node->safe_psql('postgres',
+	"SELECT to_regproc('claims_set_cell_info') IS NOT NULL") eq 't';
+$node->safe_psql('postgres', q{SELECT claims_set_cell_info(1, 'cell-one.example.com:443', 'cell-1',
+	ARRAY['[1000,1999]'::int8range, '[5000,5999]'::int8range])}) if $has_cell_info;
 my $cells_sql = join ',', sql_list($node, 'SELECT cell_id FROM claim_cells ORDER BY cell_id');
 for my $who ('cell-one', 'claims-admin')
 {
 	my $r = code_is(rpc($who, 'GetCells', {}), 'OK', "GetCells as $who");
 	is(join(',', map { $_->{id} } @{ $r->{resp}{cells} // [] }), $cells_sql,
 		"GetCells as $who lists the registered cells");
+	next unless $has_cell_info;
+	my ($c1) = grep { $_->{id} eq '1' } @{ $r->{resp}{cells} // [] };
+	is(join('|', $c1->{address} // '', $c1->{session_prefix} // '',
+			map { "$_->{minval}-$_->{maxval}" } @{ $c1->{sequence_ranges} // [] }),
+		'cell-one.example.com:443|cell-1|1000-1999|5000-5999',
+		"GetCells as $who: address, session prefix and inclusive sequence ranges of cell 1");
 }
 
 # ---------------------------------------------------------------------------
@@ -138,6 +149,8 @@ is($node->safe_psql('postgres',
 		  . "FROM claims WHERE bucket_type = 4 AND bucket_value = 'alice'"),
 	't', 'GetRecord: created_at and updated_at are the row\'s, as Timestamps');
 is($r->{resp}{cell_info}{id}, '1', 'GetRecord: cell_info is the owner cell');
+is($r->{resp}{cell_info}{address}, 'cell-one.example.com:443', 'GetRecord: cell_info carries its address')
+  if $has_cell_info;
 code_is(rpc('claims-admin', 'GetRecord', { bucket => { type => 'USERNAMES', value => 'nobody' } }),
 	'NOT_FOUND', 'GetRecord of an unclaimed value: NOT_FOUND');
 code_is(rpc('cell-one', 'GetRecord', { claim => { username => 'alice' } }),
@@ -380,6 +393,20 @@ $r = code_is(begin('stranger', 2, meta('hup-two', 301)), 'OK', 'the added CN act
 is(lease_state($r->{resp}{lease_uuid}{value} // ''), 'outstanding:2', 'its lease is cell 2\'s');
 rpc('stranger', 'RollbackUpdate', { cell_id => 2, lease_uuid => $r->{resp}{lease_uuid} });
 code_is(begin('stranger', 1, meta('hup-one', 302)), 'PERMISSION_DENIED', 'and not for cell 1');
+
+# A CN mapped to an administrator role the gateway's login role was not
+# granted gets nothing: SET ROLE fails, the gateway's own rights never act.
+$node->safe_psql('postgres', 'CREATE ROLE ops_outsider; GRANT claims_admin TO ops_outsider');
+write_map($map, @map_lines, [ 'stranger', 'ops_outsider' ]);
+hup_gateway($gw);
+ok(poll_until(15, sub { begin('stranger', 2, meta('hup-outsider-' . int(time * 1000), 303))->{code} ne 'OK' }),
+	'after SIGHUP the CN maps to a role the gateway may not become');
+$n = lease_count();
+code_is(begin('stranger', 2, meta('hup-outsider2', 304)), 'PERMISSION_DENIED',
+	'a role the gateway was not granted: PERMISSION_DENIED');
+code_is(rpc('stranger', 'GetRecord', { claim => { username => 'alice' } }), 'PERMISSION_DENIED',
+	'and no administrator call either');
+is(lease_count(), $n, 'nothing was written for it');
 
 write_map($map, grep { $_->[0] ne 'cell-two' } @map_lines);
 hup_gateway($gw);
