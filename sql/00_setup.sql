@@ -22,7 +22,8 @@ FROM (VALUES ('table claims'), ('table claim_leases'), ('table claim_bucket_type
              ('function claims_list_leases(jsonb)'), ('function claims_list_records(jsonb)'),
              ('table claim_cells'), ('table claim_admin_actions'),
              ('sequence claim_admin_actions_action_id_seq'), ('view claims_outstanding_leases'),
-             ('function claims_register_cell(bigint,text,text,text)')) AS o(object);
+             ('function claims_register_cell(bigint,text,text,text)'),
+             ('function claims_commit(jsonb)'), ('function claims_rollback(jsonb)')) AS o(object);
 SELECT enum_range(NULL::claim_status) AS claim_status, enum_range(NULL::claim_lease_state) AS claim_lease_state;
 
 -- The API functions: none is STRICT (NULL arguments must raise 22004); none

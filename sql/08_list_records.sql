@@ -154,6 +154,20 @@ FROM (VALUES (1, 'bucket_types USERNAMES', '{"bucket_types": ["USERNAMES"]}'::js
              (6, 'bucket_types empty = all', '{"bucket_types": []}'),
              (7, 'bucket_types null = all', '{"bucket_types": null}')) AS q(i, label, filter)
 ORDER BY q.i;
+-- claim_types as proto3 JSON writes that repeated types.v1.ClaimType field:
+-- CLAIM_TYPE_ and the claim field in upper case, alone or mixed with
+-- numbers; each lists what the same filter by number lists.
+SELECT q.label, records_of(claims_list_records('{"cell_id": 801, "source_type": "RAILS_TABLE_USERS"}'::jsonb || q.filter)) AS records,
+       records_of(claims_list_records('{"cell_id": 801, "source_type": "RAILS_TABLE_USERS"}'::jsonb || q.filter))
+         = records_of(claims_list_records('{"cell_id": 801, "source_type": "RAILS_TABLE_USERS"}'::jsonb || q.by_number)) AS same_as_numbers
+FROM (VALUES (1, 'claim_types CLAIM_TYPE_ROUTE', '{"claim_types": ["CLAIM_TYPE_ROUTE"]}'::jsonb, '{"claim_types": [1]}'::jsonb),
+             (2, 'claimTypes CLAIM_TYPE_USER_ID', '{"claimTypes": ["CLAIM_TYPE_USER_ID"]}', '{"claim_types": [10]}'),
+             (3, 'CLAIM_TYPE_USERNAME, CLAIM_TYPE_EMAIL', '{"claim_types": ["CLAIM_TYPE_USERNAME", "CLAIM_TYPE_EMAIL"]}', '{"claim_types": [4, 5]}'),
+             (4, 'CLAIM_TYPE_PROJECT_ID and 4', '{"claim_types": ["CLAIM_TYPE_PROJECT_ID", 4]}', '{"claim_types": [6, 4]}')) AS q(i, label, filter, by_number)
+ORDER BY q.i;
+SELECT expect_error($$SELECT claims_list_records('{"cell_id": 801, "source_type": 1, "claim_types": ["CLAIM_TYPE_UNSPECIFIED"]}')$$);
+SELECT expect_error($$SELECT claims_list_records('{"cell_id": 801, "source_type": 1, "claim_types": ["CLAIM_TYPE_USERNAMES"]}')$$);
+SELECT expect_error($$SELECT claims_list_records('{"cell_id": 801, "source_type": 1, "claim_types": ["CLAIM_TYPE_user_id"]}')$$);
 -- Filters with paging: groups count only the records that pass the filter.
 SELECT page, array_agg(record ORDER BY n) AS records
 FROM scan_records('{"cell_id": 801, "source_type": "RAILS_TABLE_USERS", "bucket_types": ["USERNAMES", "EMAILS"]}', 2)

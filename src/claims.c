@@ -16,6 +16,14 @@
 PG_MODULE_MAGIC;
 
 int			claims_max_batch_size = 1000;
+int			claims_json_output = CLAIMS_JSON_OUTPUT_COMPAT;
+
+/* claims.json_output, in the manner of bytea_output. */
+static const struct config_enum_entry claims_json_output_options[] = {
+	{"compat", CLAIMS_JSON_OUTPUT_COMPAT, false},
+	{"proto3", CLAIMS_JSON_OUTPUT_PROTO3, false},
+	{NULL, 0, false}
+};
 
 void		_PG_init(void);
 
@@ -33,6 +41,15 @@ _PG_init(void)
 							1000, 1, 100000,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("claims.json_output",
+							 "How the API functions write their JSON responses.",
+							 "compat: snake_case names, UUIDs as bare strings, every field written. "
+							 "proto3: exactly what a proto3 JSON printer writes for the claims.v1 message.",
+							 &claims_json_output,
+							 CLAIMS_JSON_OUTPUT_COMPAT,
+							 claims_json_output_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	claims_worker_define_gucs();
 	if (process_shared_preload_libraries_in_progress)
 	{

@@ -33,6 +33,15 @@
 extern int	claims_max_batch_size;
 extern bool claims_open_mode;
 
+/* Values of claims.json_output: how responses are written. */
+typedef enum ClaimsJsonOutput
+{
+	CLAIMS_JSON_OUTPUT_COMPAT = 0,	/* snake_case, bare uuid strings, defaults written */
+	CLAIMS_JSON_OUTPUT_PROTO3		/* the proto3 JSON printer's own output */
+} ClaimsJsonOutput;
+
+extern int	claims_json_output;
+
 /* auth.c: which role may act for which cell */
 extern void claims_cells_invalidate(Oid relid);
 extern bool claims_caller_is_admin(void);
@@ -62,6 +71,7 @@ typedef struct ClaimsTypeEntry
 	char	   *name;
 	char	   *claim_field;	/* bucket types only; NULL if none */
 	bool		integer_valued; /* bucket types only */
+	bool		builtin;		/* installed by the extension: part of claims.v1 */
 	int			naliases;
 	char	  **aliases;
 } ClaimsTypeEntry;
@@ -71,6 +81,7 @@ extern void claims_registry_pin(void);
 extern const ClaimsTypeEntry *claims_type_by_id(ClaimsRegistryKind kind, int32 id);
 extern const ClaimsTypeEntry *claims_type_by_name(ClaimsRegistryKind kind, const char *name, int len);
 extern const ClaimsTypeEntry *claims_bucket_type_by_field(const char *field, int len);
+extern const ClaimsTypeEntry *claims_bucket_type_by_claim_type(const char *tail, int len);
 extern const char *claims_registry_kind_label(ClaimsRegistryKind kind);
 extern const char *claims_registry_table(ClaimsRegistryKind kind);
 
@@ -199,6 +210,7 @@ extern void claims_parse_begin(Jsonb *request, ClaimsBeginRequest *out);
 extern void claims_parse_get_record(Jsonb *request, ClaimsBucketRef *out);
 extern void claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out);
 extern void claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out);
+extern void claims_parse_finish(Jsonb *request, int64 *cell_id, pg_uuid_t *lease_uuid);
 extern void claims_digest(const char *value, int len, uint8 *digest);
 
 /* json_out.c: proto3 JSON output */
@@ -208,6 +220,7 @@ typedef struct ClaimsJson
 	JsonbValue *result;
 	int			depth;
 	bool		in_array[16];
+	bool		proto3;			/* claims.json_output = proto3 when begun */
 } ClaimsJson;
 
 extern void claims_json_init(ClaimsJson *js);
@@ -226,11 +239,16 @@ extern void claims_json_timestamp(ClaimsJson *js, TimestampTz ts);
 extern void claims_json_bytes(ClaimsJson *js, const char *data, int len);
 extern void claims_json_enum(ClaimsJson *js, ClaimsRegistryKind kind, int32 id);
 extern void claims_json_jsonb(ClaimsJson *js, Jsonb *jb);
+extern void claims_json_int64_member(ClaimsJson *js, const char *key, int64 v);
+extern void claims_json_string_member(ClaimsJson *js, const char *key, const char *s, int len);
+extern void claims_json_bool_member(ClaimsJson *js, const char *key, bool b);
+extern bool claims_json_list_member(ClaimsJson *js, const char *key, uint64 n);
+extern void claims_json_cell_info(ClaimsJson *js, int64 cell_id);
 extern Jsonb *claims_json_finish(ClaimsJson *js);
 #define CLAIMS_RECORD_NCOLS 13
 extern const AttrNumber claims_record_spi_attnums[CLAIMS_RECORD_NCOLS];
-extern void claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc,
-							   const AttrNumber *attnums);
+extern int64 claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc,
+								const AttrNumber *attnums);
 extern char *claims_base64_encode(const char *data, int len, int *outlen);
 extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);

@@ -23,41 +23,25 @@
 
 PG_FUNCTION_INFO_V1(claims_commit);
 PG_FUNCTION_INFO_V1(claims_rollback);
+PG_FUNCTION_INFO_V1(claims_commit_request);
+PG_FUNCTION_INFO_V1(claims_rollback_request);
 
 /*
- * Commit (commit = true) or roll back the lease of (cell_id, lease_uuid).
+ * Commit (commit = true) or roll back the lease of (cell_id, lease_uuid),
+ * inside an API call whose caller may act for the cell.
  */
 static void
-claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
+claims_finish_authorized(int64 cell_id, pg_uuid_t *lease_uuid, bool commit)
 {
 	const char *fname = commit ? "claims_commit" : "claims_rollback";
-	ClaimsCall	call;
-	int64		cell_id;
-	pg_uuid_t  *lease_uuid;
 	Datum		args[2];
 	int			ret;
 	bool		isnull;
 	int64		owner;
 	char	   *state;
-	char	   *uuid;
+	char	   *uuid = claims_uuid_string(lease_uuid);
 	bool		repeated;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("cell_id must not be NULL")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("lease_uuid must not be NULL")));
-	claims_check_writable(fname);
-	cell_id = PG_GETARG_INT64(0);
-	lease_uuid = PG_GETARG_UUID_P(1);
-	claims_check_cell_id(cell_id);
-	uuid = claims_uuid_string(lease_uuid);
-
-	claims_spi_begin(fcinfo, &call);
-	claims_authorize_cell(cell_id, false);
 	args[0] = UUIDPGetDatum(lease_uuid);
 	args[1] = Int64GetDatum(cell_id);
 
@@ -68,7 +52,6 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	if (SPI_processed == 1)
 	{
 		claims_stats_count_finish(commit, false);
-		claims_spi_end(&call);
 		return;
 	}
 
@@ -111,7 +94,67 @@ claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
 	if (repeated)
 		claims_repeat_durable();
 	claims_stats_count_finish(commit, repeated);
+}
+
+/*
+ * Commit or roll back the lease of the (cell_id bigint, lease_uuid uuid)
+ * arguments.
+ */
+static void
+claims_finish_lease(FunctionCallInfo fcinfo, bool commit)
+{
+	ClaimsCall	call;
+	int64		cell_id;
+	pg_uuid_t  *lease_uuid;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("cell_id must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lease_uuid must not be NULL")));
+	claims_check_writable(commit ? "claims_commit" : "claims_rollback");
+	cell_id = PG_GETARG_INT64(0);
+	lease_uuid = PG_GETARG_UUID_P(1);
+	claims_check_cell_id(cell_id);
+
+	claims_spi_begin(fcinfo, &call);
+	claims_authorize_cell(cell_id, false);
+	claims_finish_authorized(cell_id, lease_uuid, commit);
 	claims_spi_end(&call);
+}
+
+/*
+ * Commit or roll back the lease a CommitUpdateRequest or
+ * RollbackUpdateRequest (jsonb) names; returns the empty response, {}.
+ */
+static Jsonb *
+claims_finish_request(FunctionCallInfo fcinfo, bool commit)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	ClaimsCall	call;
+	int64		cell_id;
+	pg_uuid_t	lease_uuid;
+	ClaimsJson	js;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("request must not be NULL")));
+	claims_check_writable(commit ? "claims_commit" : "claims_rollback");
+
+	claims_spi_begin(fcinfo, &call);
+	claims_parse_finish(PG_GETARG_JSONB_P(0), &cell_id, &lease_uuid);
+	claims_finish_authorized(cell_id, &lease_uuid, commit);
+	claims_spi_end(&call);
+
+	MemoryContextSwitchTo(caller);
+	claims_json_init(&js);
+	claims_json_begin_object(&js);
+	claims_json_end_object(&js);
+	return claims_json_finish(&js);
 }
 
 /*
@@ -132,4 +175,22 @@ claims_rollback(PG_FUNCTION_ARGS)
 {
 	claims_finish_lease(fcinfo, false);
 	PG_RETURN_VOID();
+}
+
+/*
+ * claims_commit(request jsonb) returns jsonb: CommitUpdate as proto3 JSON.
+ */
+Datum
+claims_commit_request(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_JSONB_P(claims_finish_request(fcinfo, true));
+}
+
+/*
+ * claims_rollback(request jsonb) returns jsonb: RollbackUpdate as proto3 JSON.
+ */
+Datum
+claims_rollback_request(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_JSONB_P(claims_finish_request(fcinfo, false));
 }

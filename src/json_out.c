@@ -3,9 +3,15 @@
  * json_out.c
  *	  Building responses in the proto3 JSON mapping.
  *
- * snake_case field names, enums by name, int64 as decimal strings, bytes as
- * standard base64 with padding, timestamps in UTC with a Z and 0, 3 or 6
- * fractional digits.
+ * Enums by name, int64 as decimal strings, bytes as standard base64 with
+ * padding, timestamps in UTC with a Z and 0, 3 or 6 fractional digits.
+ * claims.json_output chooses the rest: compat (the default) writes
+ * snake_case names, UUIDs as bare strings and every field; proto3 writes
+ * what a proto3 JSON printer writes for the claims.v1 message: the fields'
+ * json names (lowerCamelCase), a types.v1.UUID as {"value": "..."}, no
+ * field holding its default value (0, "", false, an empty list), and only
+ * what claims.v1 knows: a type an operator added is written by number, and
+ * its claim field is left out.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,11 +33,12 @@ claims_json_value_token(ClaimsJson *js)
 	return js->in_array[js->depth] ? WJB_ELEM : WJB_VALUE;
 }
 
-/* Start an empty document. */
+/* Start an empty document, in the format claims.json_output names now. */
 void
 claims_json_init(ClaimsJson *js)
 {
 	memset(js, 0, sizeof(*js));
+	js->proto3 = (claims_json_output == CLAIMS_JSON_OUTPUT_PROTO3);
 }
 
 /* Open an object (as a value of the current key or array). */
@@ -70,15 +77,34 @@ claims_json_end_array(ClaimsJson *js)
 	js->depth--;
 }
 
-/* A member name. */
+/*
+ * A member name, given in snake_case; proto3 writes the field's json name,
+ * lowerCamelCase (as protoc derives it: "lease_uuid" is "leaseUuid").
+ */
 void
 claims_json_key(ClaimsJson *js, const char *key)
 {
 	JsonbValue	v;
+	int			len = strlen(key);
 
 	v.type = jbvString;
 	v.val.string.val = (char *) key;
-	v.val.string.len = strlen(key);
+	v.val.string.len = len;
+	if (js->proto3 && strchr(key, '_') != NULL)
+	{
+		char	   *camel = palloc(len + 1);
+		int			n = 0;
+
+		for (int i = 0; i < len; i++)
+		{
+			if (key[i] == '_' && i + 1 < len)
+				camel[n++] = pg_ascii_toupper((unsigned char) key[++i]);
+			else
+				camel[n++] = key[i];
+		}
+		v.val.string.val = camel;
+		v.val.string.len = n;
+	}
 	js->result = pushJsonbValue(&js->state, WJB_KEY, &v);
 }
 
@@ -164,11 +190,22 @@ claims_uuid_string(const pg_uuid_t *u)
 	return buf;
 }
 
-/* A UUID value. */
+/*
+ * A UUID value: a bare string, or in proto3 the types.v1.UUID message,
+ * {"value": "..."}.
+ */
 void
 claims_json_uuid(ClaimsJson *js, const pg_uuid_t *u)
 {
+	if (!js->proto3)
+	{
+		claims_json_string(js, claims_uuid_string(u), 36);
+		return;
+	}
+	claims_json_begin_object(js);
+	claims_json_key(js, "value");
 	claims_json_string(js, claims_uuid_string(u), 36);
+	claims_json_end_object(js);
 }
 
 /* A timestamp value, RFC 3339 in UTC. */
@@ -257,16 +294,64 @@ claims_json_bytes(ClaimsJson *js, const char *data, int len)
 	claims_json_string(js, s, outlen);
 }
 
-/* An enum value by name, or by number when no longer registered. */
+/*
+ * An enum value by name, or by number when no longer registered; proto3
+ * names only the built-in types (claims.v1's own values), since a parser
+ * refuses a name its enum lacks and accepts any number.
+ */
 void
 claims_json_enum(ClaimsJson *js, ClaimsRegistryKind kind, int32 id)
 {
 	const ClaimsTypeEntry *e = claims_type_by_id(kind, id);
 
-	if (e)
+	if (e && (e->builtin || !js->proto3))
 		claims_json_cstring(js, e->name);
 	else
 		claims_json_number(js, id);
+}
+
+/* A member holding an int64; proto3 leaves out 0, the default. */
+void
+claims_json_int64_member(ClaimsJson *js, const char *key, int64 v)
+{
+	if (js->proto3 && v == 0)
+		return;
+	claims_json_key(js, key);
+	claims_json_int64_string(js, v);
+}
+
+/* A member holding a string; proto3 leaves out "", the default. */
+void
+claims_json_string_member(ClaimsJson *js, const char *key, const char *s, int len)
+{
+	if (js->proto3 && len == 0)
+		return;
+	claims_json_key(js, key);
+	claims_json_string(js, s, len);
+}
+
+/* A member holding a bool; proto3 leaves out false, the default. */
+void
+claims_json_bool_member(ClaimsJson *js, const char *key, bool b)
+{
+	if (js->proto3 && !b)
+		return;
+	claims_json_key(js, key);
+	claims_json_bool(js, b);
+}
+
+/*
+ * Open a repeated member of n elements: false (nothing written, nothing to
+ * close) when proto3 leaves out an empty list, else the array is open.
+ */
+bool
+claims_json_list_member(ClaimsJson *js, const char *key, uint64 n)
+{
+	if (js->proto3 && n == 0)
+		return false;
+	claims_json_key(js, key);
+	claims_json_begin_array(js);
+	return true;
 }
 
 /* A nested JSON document. */
@@ -300,6 +385,16 @@ claims_bucket_label(int32 bucket_type, const char *value, int len)
 	return psprintf("{%d=%.*s}", bucket_type, len, value);
 }
 
+/* A member holding an enum; proto3 leaves out 0 (UNSPECIFIED), the default. */
+static void
+claims_json_enum_member(ClaimsJson *js, const char *key, ClaimsRegistryKind kind, int32 id)
+{
+	if (js->proto3 && id == 0)
+		return;
+	claims_json_key(js, key);
+	claims_json_enum(js, kind, id);
+}
+
 /* Attribute numbers of a claim as spi_plans.c's RECORD_COLUMNS select it. */
 const AttrNumber claims_record_spi_attnums[CLAIMS_RECORD_NCOLS] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
 
@@ -322,9 +417,10 @@ claims_record_status(Datum d, Oid typid)
 
 /*
  * A claims.v1 Record from a claim row; attnums says where each of the
- * columns of RECORD_COLUMNS (spi_plans.c) is in the tuple.
+ * columns of RECORD_COLUMNS (spi_plans.c) is in the tuple. Returns the
+ * owning cell's id.
  */
-void
+int64
 claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNumber *attnums)
 {
 	Datum	   *all_values = palloc(sizeof(Datum) * desc->natts);
@@ -335,6 +431,7 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	text	   *value;
 	bytea	   *source_id;
 	const ClaimsTypeEntry *bt;
+	int64		cell_id;
 
 	/* one pass over the tuple, then the columns by position */
 	heap_deform_tuple(tuple, desc, all_values, all_nulls);
@@ -347,6 +444,7 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	value = DatumGetTextPP(v[2]);
 	source_id = DatumGetByteaPP(v[6]);
 	bt = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
+	cell_id = DatumGetInt64(v[8]);
 
 	claims_json_begin_object(js);
 
@@ -357,26 +455,24 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	claims_json_begin_object(js);
 	claims_json_key(js, "bucket");
 	claims_json_begin_object(js);
-	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_BUCKET_TYPES, bucket_type);
-	claims_json_key(js, "value");
-	claims_json_string(js, VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+	claims_json_enum_member(js, "type", CLAIMS_BUCKET_TYPES, bucket_type);
+	claims_json_string_member(js, "value", VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
 	claims_json_end_object(js);
 
 	claims_json_key(js, "subject");
 	claims_json_begin_object(js);
-	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_SUBJECT_TYPES, DatumGetInt32(v[3]));
-	claims_json_key(js, "id");
-	claims_json_int64_string(js, DatumGetInt64(v[4]));
+	claims_json_enum_member(js, "type", CLAIMS_SUBJECT_TYPES, DatumGetInt32(v[3]));
+	claims_json_int64_member(js, "id", DatumGetInt64(v[4]));
 	claims_json_end_object(js);
 
 	claims_json_key(js, "source");
 	claims_json_begin_object(js);
-	claims_json_key(js, "type");
-	claims_json_enum(js, CLAIMS_SOURCE_TYPES, DatumGetInt32(v[5]));
-	claims_json_key(js, "rails_primary_key_id");
-	claims_json_bytes(js, VARDATA_ANY(source_id), VARSIZE_ANY_EXHDR(source_id));
+	claims_json_enum_member(js, "type", CLAIMS_SOURCE_TYPES, DatumGetInt32(v[5]));
+	if (!js->proto3 || VARSIZE_ANY_EXHDR(source_id) > 0)
+	{
+		claims_json_key(js, "rails_primary_key_id");
+		claims_json_bytes(js, VARDATA_ANY(source_id), VARSIZE_ANY_EXHDR(source_id));
+	}
 	claims_json_end_object(js);
 
 	if (!n[7])
@@ -385,7 +481,8 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 		claims_json_jsonb(js, DatumGetJsonbP(v[7]));
 	}
 
-	if (bt && bt->claim_field)
+	/* proto3: types.v1.Claim has fields for the built-in types only */
+	if (bt && bt->claim_field && (bt->builtin || !js->proto3))
 	{
 		claims_json_key(js, "claim");
 		claims_json_begin_object(js);
@@ -395,8 +492,7 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	}
 	claims_json_end_object(js);
 
-	claims_json_key(js, "cell_id");
-	claims_json_int64_string(js, DatumGetInt64(v[8]));
+	claims_json_int64_member(js, "cell_id", cell_id);
 
 	claims_json_key(js, "status");
 	claims_json_cstring(js, claims_record_status(v[10], TupleDescAttr(desc, attnums[10] - 1)->atttypid));
@@ -413,4 +509,5 @@ claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc, const AttrNu
 	claims_json_timestamp(js, DatumGetTimestampTz(v[12]));
 
 	claims_json_end_object(js);
+	return cell_id;
 }

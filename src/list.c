@@ -47,6 +47,22 @@ claims_json_lease_token(ClaimsJson *js, TimestampTz created_at, const pg_uuid_t 
 	claims_json_end_object(js);
 }
 
+/* One LeaseRecord {uuid, created_at, updated_at} from a lease row. */
+static void
+claims_json_lease(ClaimsJson *js, HeapTuple row, TupleDesc desc)
+{
+	bool		isnull;
+
+	claims_json_begin_object(js);
+	claims_json_key(js, "uuid");
+	claims_json_uuid(js, DatumGetUUIDP(SPI_getbinval(row, desc, 1, &isnull)));
+	claims_json_key(js, "created_at");
+	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(row, desc, 2, &isnull)));
+	claims_json_key(js, "updated_at");
+	claims_json_timestamp(js, DatumGetTimestampTz(SPI_getbinval(row, desc, 3, &isnull)));
+	claims_json_end_object(js);
+}
+
 /*
  * claims_list_leases(request jsonb) returns jsonb:
  * {"leases": [{uuid, created_at, updated_at}], "next": token}, the cell's
@@ -93,22 +109,12 @@ claims_list_leases(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(caller);
 	claims_json_init(&js);
 	claims_json_begin_object(&js);
-	claims_json_key(&js, "leases");
-	claims_json_begin_array(&js);
-	for (uint64 i = 0; i < shown; i++)
+	if (claims_json_list_member(&js, "leases", shown))
 	{
-		bool		isnull;
-
-		claims_json_begin_object(&js);
-		claims_json_key(&js, "uuid");
-		claims_json_uuid(&js, DatumGetUUIDP(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull)));
-		claims_json_key(&js, "created_at");
-		claims_json_timestamp(&js, DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull)));
-		claims_json_key(&js, "updated_at");
-		claims_json_timestamp(&js, DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull)));
-		claims_json_end_object(&js);
+		for (uint64 i = 0; i < shown; i++)
+			claims_json_lease(&js, tt->vals[i], tt->tupdesc);
+		claims_json_end_array(&js);
 	}
-	claims_json_end_array(&js);
 	if (n > shown)
 	{
 		bool		isnull;
@@ -238,13 +244,13 @@ claims_list_records(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(caller);
 	claims_json_init(&js);
 	claims_json_begin_object(&js);
-	claims_json_key(&js, "records");
-	claims_json_begin_array(&js);
-	for (uint64 i = 0; i < shown; i++)
-		claims_json_record(&js, tt->vals[i], tt->tupdesc, claims_record_spi_attnums);
-	claims_json_end_array(&js);
-	claims_json_key(&js, "truncated");
-	claims_json_bool(&js, truncated);
+	if (claims_json_list_member(&js, "records", shown))
+	{
+		for (uint64 i = 0; i < shown; i++)
+			(void) claims_json_record(&js, tt->vals[i], tt->tupdesc, claims_record_spi_attnums);
+		claims_json_end_array(&js);
+	}
+	claims_json_bool_member(&js, "truncated", truncated);
 	claims_json_end_object(&js);
 	result = claims_json_finish(&js);
 

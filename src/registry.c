@@ -110,6 +110,8 @@ claims_registry_load_kind(ClaimsRegistryKind kind)
 		e->claim_field = isnull ? NULL : TextDatumGetCString(d);
 		d = SPI_getbinval(tup, desc, 4, &isnull);
 		e->integer_valued = isnull ? false : DatumGetBool(d);
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		e->builtin = isnull ? false : DatumGetBool(d);
 		d = SPI_getbinval(tup, desc, 5, &isnull);
 		if (!isnull)
 		{
@@ -226,6 +228,30 @@ claims_bucket_type_by_field(const char *field, int len)
 		ClaimsTypeEntry *e = &registry_entries[CLAIMS_BUCKET_TYPES][i];
 
 		if (e->claim_field && claims_key_matches(field, len, e->claim_field))
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * The bucket type whose types.v1.ClaimType name ends in this tail: its
+ * claim field in upper case ("USER_ID" of CLAIM_TYPE_USER_ID), or NULL.
+ */
+const ClaimsTypeEntry *
+claims_bucket_type_by_claim_type(const char *tail, int len)
+{
+	claims_registry_check_pinned();
+	for (int i = 0; i < registry_count[CLAIMS_BUCKET_TYPES]; i++)
+	{
+		ClaimsTypeEntry *e = &registry_entries[CLAIMS_BUCKET_TYPES][i];
+		int			j;
+
+		if (e->claim_field == NULL || (int) strlen(e->claim_field) != len)
+			continue;
+		for (j = 0; j < len; j++)
+			if (pg_ascii_toupper((unsigned char) e->claim_field[j]) != tail[j])
+				break;
+		if (j == len)
 			return e;
 	}
 	return NULL;

@@ -555,10 +555,10 @@ claims_hex_value(char c)
 }
 
 /*
- * A UUID in its canonical 8-4-4-4-12 hex form.
+ * A UUID string in its canonical 8-4-4-4-12 hex form.
  */
 static void
-claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
+claims_read_uuid_text(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 {
 	const char *s;
 	int			len;
@@ -589,6 +589,31 @@ claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
 		out->data[n++] = (uint8) ((hi << 4) | lo);
 		i += 2;
 	}
+}
+
+/*
+ * A UUID: the bare string, or the types.v1.UUID message that proto3 JSON
+ * writes, {"value": "..."}.
+ */
+static void
+claims_read_uuid(const JsonbValue *v, const ClaimsPath *path, pg_uuid_t *out)
+{
+	ClaimsField f[] = {{"value"}};
+	ClaimsPath	vp;
+
+	if (v->type == jbvString)
+	{
+		claims_read_uuid_text(v, path, out);
+		return;
+	}
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		claims_malformed(path, "expected a UUID string or {\"value\": UUID string}, not %s",
+						 claims_json_kind(v));
+	claims_read_object(v, path, f, lengthof(f));
+	vp = claims_field_path(path, &f[0]);
+	if (!f[0].present)
+		claims_malformed(&vp, "a UUID is required");
+	claims_read_uuid_text(&f[0].value, &vp, out);
 }
 
 /* Read exactly ndigits decimal digits at s[*pos]; -1 if not there. */
@@ -1216,6 +1241,37 @@ claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out)
 }
 
 /*
+ * One element of claim_types (types.v1.ClaimType): its proto3 JSON name,
+ * CLAIM_TYPE_ followed by a bucket type's claim field in upper case
+ * (CLAIM_TYPE_USER_ID), or, as before, a bucket type's name, alias or
+ * number (the two enums share their numbers).
+ */
+static int32
+claims_read_claim_type(const JsonbValue *v, const ClaimsPath *path)
+{
+	static const char prefix[] = "CLAIM_TYPE_";
+	int			plen = sizeof(prefix) - 1;
+
+	if (v->type == jbvString && v->val.string.len > plen &&
+		memcmp(v->val.string.val, prefix, plen) == 0)
+	{
+		const char *tail = v->val.string.val + plen;
+		int			tlen = v->val.string.len - plen;
+		const ClaimsTypeEntry *e;
+
+		if (tlen == 11 && memcmp(tail, "UNSPECIFIED", 11) == 0)
+			claims_malformed(path, "claim type must not be CLAIM_TYPE_UNSPECIFIED");
+		e = claims_bucket_type_by_claim_type(tail, tlen);
+		if (e != NULL)
+			return e->id;
+		if (claims_type_by_name(CLAIMS_BUCKET_TYPES, v->val.string.val, v->val.string.len) == NULL)
+			claims_malformed(path, "unknown claim type \"%s\" (a claim type is CLAIM_TYPE_ and a claim_field of claim_bucket_types in upper case)",
+							 claims_echo(v->val.string.val, v->val.string.len));
+	}
+	return claims_read_enum(CLAIMS_BUCKET_TYPES, v, path);
+}
+
+/*
  * ListRecordsRequest {cell_id, source_type, bucket_types, source_id_gt,
  * source_id_lte, claim_types, limit}.
  */
@@ -1253,7 +1309,9 @@ claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out)
 		{
 			ClaimsPath	ep = {&lp, NULL, 0, i};
 
-			out->types[out->ntypes++] = claims_read_enum(CLAIMS_BUCKET_TYPES, &elems[i], &ep);
+			out->types[out->ntypes++] = which == 5
+				? claims_read_claim_type(&elems[i], &ep)
+				: claims_read_enum(CLAIMS_BUCKET_TYPES, &elems[i], &ep);
 		}
 	}
 
@@ -1279,3 +1337,24 @@ claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out)
 	}
 	out->limit = claims_read_limit(&f[6], &root, CLAIMS_RECORDS_DEFAULT_LIMIT, CLAIMS_RECORDS_MAX_LIMIT);
 }
+
+/*
+ * CommitUpdateRequest and RollbackUpdateRequest {cell_id, lease_uuid}: both
+ * required; the caller must be allowed to act for the cell.
+ */
+void
+claims_parse_finish(Jsonb *request, int64 *cell_id, pg_uuid_t *lease_uuid)
+{
+	ClaimsPath	root = {NULL, "$", 1, -1};
+	JsonbValue	rv = claims_request_root(request, &root);
+	ClaimsField f[] = {{"cell_id"}, {"lease_uuid"}};
+	ClaimsPath	up;
+
+	claims_read_object(&rv, &root, f, lengthof(f));
+	*cell_id = claims_read_cell_id(&f[0], &root, false);
+	up = claims_field_path(&root, &f[1]);
+	if (!f[1].present)
+		claims_malformed(&up, "lease_uuid is required");
+	claims_read_uuid(&f[1].value, &up, lease_uuid);
+}
+

@@ -283,17 +283,17 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		3, {INT4OID, BYTEAOID, TEXTOID}
 	},
 	[CLAIMS_PLAN_REGISTRY_BUCKETS] = {
-		"SELECT type_id, name, claim_field, integer_valued, aliases"
+		"SELECT type_id, name, claim_field, integer_valued, aliases, builtin"
 		" FROM @extschema@.claim_bucket_types ORDER BY type_id",
 		0, {InvalidOid}
 	},
 	[CLAIMS_PLAN_REGISTRY_SUBJECTS] = {
-		"SELECT type_id, name, NULL::text, false, aliases"
+		"SELECT type_id, name, NULL::text, false, aliases, builtin"
 		" FROM @extschema@.claim_subject_types ORDER BY type_id",
 		0, {InvalidOid}
 	},
 	[CLAIMS_PLAN_REGISTRY_SOURCES] = {
-		"SELECT type_id, name, NULL::text, false, aliases"
+		"SELECT type_id, name, NULL::text, false, aliases, builtin"
 		" FROM @extschema@.claim_source_types ORDER BY type_id",
 		0, {InvalidOid}
 	},

@@ -31,12 +31,14 @@ SELECT results_eq(
        ORDER BY 1$$,
     $$VALUES ('claims_begin_update(jsonb)'::text),
              ('claims_commit(bigint,uuid)'),
+             ('claims_commit(jsonb)'),
              ('claims_get_record(jsonb)'),
              ('claims_list_leases(jsonb)'),
              ('claims_list_records(jsonb)'),
              ('claims_registry_changed()'),
-             ('claims_rollback(bigint,uuid)')$$,
-    'each API function exists once, with no other overloads');
+             ('claims_rollback(bigint,uuid)'),
+             ('claims_rollback(jsonb)')$$,
+    'each API function exists once, commit and rollback with their proto3 JSON overloads, no others');
 
 SELECT results_eq(
     $$SELECT proname::text COLLATE "default", proargnames::text[] COLLATE "default"

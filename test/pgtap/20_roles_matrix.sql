@@ -12,7 +12,7 @@
 --   sec20_member     inherits sec20_cell1 (an application role of cell 1)
 --   sec20_noinherit  NOINHERIT member of sec20_cell1 (has its privileges only after SET ROLE)
 BEGIN;
-SELECT plan(753);
+SELECT plan(801);
 
 CREATE ROLE sec20_cell1 LOGIN;
 CREATE ROLE sec20_cell2 LOGIN;
@@ -136,6 +136,18 @@ INSERT INTO sec20_matrix (op, stmt, allowed, refused) VALUES
      $$SELECT claims_commit(99, '20000000-0000-4000-8000-000000000103')$$, '{}', '42501'),
     ('claims_rollback for unregistered cell 99',
      $$SELECT claims_rollback(99, '20000000-0000-4000-8000-000000000103')$$, '{}', '42501'),
+    ('claims_commit(jsonb) of cell 1''s lease',
+     $$SELECT claims_commit('{"cell_id": 1, "lease_uuid": {"value": "20000000-0000-4000-8000-000000000101"}}'::jsonb)$$,
+     '{cell1,admin,member}', '42501'),
+    ('claims_rollback(jsonb) of cell 1''s lease',
+     $$SELECT claims_rollback('{"cellId": 1, "leaseUuid": "20000000-0000-4000-8000-000000000102"}'::jsonb)$$,
+     '{cell1,admin,member}', '42501'),
+    ('claims_commit(jsonb) of cell 2''s lease',
+     $$SELECT claims_commit('{"cell_id": 2, "lease_uuid": {"value": "20000000-0000-4000-8000-000000000201"}}'::jsonb)$$,
+     '{cell2,admin}', '42501'),
+    ('claims_rollback(jsonb) of cell 2''s lease named as cell 1''s',
+     $$SELECT claims_rollback('{"cell_id": 1, "lease_uuid": {"value": "20000000-0000-4000-8000-000000000204"}}'::jsonb)$$,
+     '{}', '42501'),
     ('claims_get_record of cell 2''s value',
      $$SELECT claims_get_record('{"bucket": {"type": "USERNAMES", "value": "sec20-c2-active"}}')$$,
      '{cell1,cell2,router,admin,member}', '42501'),
