@@ -1,7 +1,7 @@
 """A Python client of claims-grpc for the tests, the demo and the benchmark.
 
 The stubs are generated on the spot from the project's own .proto files
-(grpc/proto/..., include root grpc/) with protoc --python_out and
+(grpc/proto/..., import root grpc/) with protoc --python_out and
 grpc_python_plugin, so what is tested is what the project compiles; nothing
 comes from the shared descriptor set. Requests and responses are handled as
 proto3 JSON dicts (google.protobuf.json_format). Health checks are sent as
@@ -30,9 +30,11 @@ HEALTH_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNO
 
 
 def generate(proto_root, out_dir):
-    """Compile every .proto under proto_root into out_dir; return the module names."""
+    """Compile every .proto under proto_root/proto (the import root is
+    proto_root) into out_dir; return the module names."""
     protos = sorted(os.path.relpath(p, proto_root)
-                    for p in glob.glob(os.path.join(proto_root, "**", "*.proto"), recursive=True))
+                    for p in glob.glob(os.path.join(proto_root, "proto", "**", "*.proto"),
+                                       recursive=True))
     if not protos:
         raise RuntimeError("no .proto files under %s" % proto_root)
     plugin = shutil.which("grpc_python_plugin")
@@ -49,7 +51,7 @@ def generate(proto_root, out_dir):
 def load(proto_root, out_dir):
     """Generate and import the stubs; return the ClaimServiceStub class.
 
-    Modules under grpc/ (a health.proto, if any) are not imported: their
+    Modules named grpc.* (a health.proto, if any) are not imported: their
     package would collide with grpcio's own.
     """
     names = generate(proto_root, out_dir)
