@@ -49,6 +49,7 @@ ok($up, 'health answers SERVING once the gateway is up')
 # Store-side views used by the checks.
 sub lease_state
 {
+	return 'no lease' unless ($_[0] // '') =~ /^[0-9a-f-]{36}$/;
 	return $node->safe_psql('postgres',
 		"SELECT state || ':' || creator_id FROM claim_leases WHERE uuid = '$_[0]'");
 }
