@@ -110,6 +110,7 @@ build_client() {
         --plugin=protoc-gen-grpc="$(command -v grpc_cpp_plugin)" $protos) || die "protoc failed"
     for f in $(cd "$gen" && find . -name '*.cc'); do
         objs+=("$gen/${f%.cc}.o")
+        # shellcheck disable=SC2046  # pkg-config's words
         g++ -O2 -std=c++17 -I"$gen" $(pkg-config --cflags protobuf grpc++) -c "$gen/$f" -o "$gen/${f%.cc}.o" &
     done
     wait || true
@@ -245,14 +246,14 @@ main_user() {
     for t in $THREADS; do
         for mode in grpc sql; do
             printf '%-8s %-6s %10s %9s %9s\n' "$t" "$mode" \
-                "$(field pairs_per_s "$WORK"/runs/${mode}_t${t}_r*)" \
-                "$(field p50_ms "$WORK"/runs/${mode}_t${t}_r*)" "$(field p99_ms "$WORK"/runs/${mode}_t${t}_r*)"
+                "$(field pairs_per_s "$WORK/runs/${mode}_t${t}"_r*)" \
+                "$(field p50_ms "$WORK/runs/${mode}_t${t}"_r*)" "$(field p99_ms "$WORK/runs/${mode}_t${t}"_r*)"
         done
-        g="$(field pairs_per_s "$WORK"/runs/grpc_t${t}_r*)"
-        s="$(field pairs_per_s "$WORK"/runs/sql_t${t}_r*)"
+        g="$(field pairs_per_s "$WORK"/runs/grpc_t"${t}"_r*)"
+        s="$(field pairs_per_s "$WORK"/runs/sql_t"${t}"_r*)"
         printf '%-8s %-6s %10s %9s %9s\n' "$t" "ratio" "$(ratio "$g" "$s")" \
-            "$(ratio "$(field p50_ms "$WORK"/runs/grpc_t${t}_r*)" "$(field p50_ms "$WORK"/runs/sql_t${t}_r*)")" \
-            "$(ratio "$(field p99_ms "$WORK"/runs/grpc_t${t}_r*)" "$(field p99_ms "$WORK"/runs/sql_t${t}_r*)")"
+            "$(ratio "$(field p50_ms "$WORK"/runs/grpc_t"${t}"_r*)" "$(field p50_ms "$WORK"/runs/sql_t"${t}"_r*)")" \
+            "$(ratio "$(field p99_ms "$WORK"/runs/grpc_t"${t}"_r*)" "$(field p99_ms "$WORK"/runs/sql_t"${t}"_r*)")"
         [ "$t" = 8 ] && rate8="$(ratio "$g" "$s")"
     done
     p99g="$(field p99_ms "$WORK/runs/grpc_rate")"

@@ -247,7 +247,7 @@ find_grpc() {
 # Start claims-grpc in front of the store (stopping one left running by an
 # earlier run first): certificates, identity map, its login role.
 start_grpc() {
-    local gw dir="$RUN_DIR/grpc" pid i
+    local gw dir="$RUN_DIR/grpc" pid
     gw="$(find_grpc)" || {
         echo "run.sh: claims-grpc is not built (make); no gRPC demo"
         return 1
@@ -285,7 +285,7 @@ EOF
         --tls-cert "$dir/certs/server.crt" --tls-key "$dir/certs/server.key" \
         --client-ca "$dir/certs/ca.crt" --identity-map "$dir/identity.map" \
         >>"$dir/claims-grpc.log" 2>&1 </dev/null &
-    for i in $(seq 1 50); do
+    for _ in $(seq 1 50); do
         [ -s "$dir/claims-grpc.pid" ] && break
         sleep 0.1
     done
@@ -298,12 +298,12 @@ EOF
 
 # Stop a claims-grpc started by an earlier run (SIGTERM, at most 30 s).
 stop_grpc() {
-    local pidfile="$RUN_DIR/grpc/claims-grpc.pid" pid i
+    local pidfile="$RUN_DIR/grpc/claims-grpc.pid" pid
     [ -f "$pidfile" ] || return 0
     pid="$(cat "$pidfile")"
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         kill -TERM "$pid"
-        for i in $(seq 1 300); do
+        for _ in $(seq 1 300); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done

@@ -19,13 +19,13 @@ as_owner() {
 
 # Stop claims-grpc (.run/grpc/claims-grpc.pid): SIGTERM, at most 30 s.
 stop_grpc() {
-    local pidfile="$REPO/.run/grpc/claims-grpc.pid" pid i
+    local pidfile="$REPO/.run/grpc/claims-grpc.pid" pid
     [ -f "$pidfile" ] || return 0
     pid="$(cat "$pidfile")"
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         echo "stop.sh: stopping claims-grpc (pid $pid)"
         kill -TERM "$pid"
-        for i in $(seq 1 300); do
+        for _ in $(seq 1 300); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
