@@ -23,7 +23,9 @@ FROM (VALUES ('table claims'), ('table claim_leases'), ('table claim_bucket_type
              ('table claim_cells'), ('table claim_admin_actions'),
              ('sequence claim_admin_actions_action_id_seq'), ('view claims_outstanding_leases'),
              ('function claims_register_cell(bigint,text,text,text)'),
-             ('function claims_commit(jsonb)'), ('function claims_rollback(jsonb)')) AS o(object);
+             ('function claims_commit(jsonb)'), ('function claims_rollback(jsonb)'),
+             ('function claims_get_cells(jsonb)'),
+             ('function claims_set_cell_info(bigint,text,text,int8range[],text)')) AS o(object);
 SELECT enum_range(NULL::claim_status) AS claim_status, enum_range(NULL::claim_lease_state) AS claim_lease_state;
 
 -- The API functions: none is STRICT (NULL arguments must raise 22004); none
@@ -38,7 +40,8 @@ SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
 FROM pg_proc p
 WHERE p.pronamespace = 'public'::regnamespace
   AND p.proname IN ('claims_begin_update', 'claims_commit', 'claims_rollback',
-                    'claims_get_record', 'claims_list_leases', 'claims_list_records')
+                    'claims_get_record', 'claims_list_leases', 'claims_list_records',
+                    'claims_get_cells')
 ORDER BY p.proname;
 SELECT p.proname,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public,
@@ -48,7 +51,8 @@ SELECT p.proname,
 FROM pg_proc p
 WHERE p.pronamespace = 'public'::regnamespace
   AND p.proname IN ('claims_begin_update', 'claims_commit', 'claims_rollback',
-                    'claims_get_record', 'claims_list_leases', 'claims_list_records')
+                    'claims_get_record', 'claims_list_leases', 'claims_list_records',
+                    'claims_get_cells')
 ORDER BY p.proname;
 
 -- Every call for a cell must name a registered cell, the superuser's too.

@@ -20,9 +20,11 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -36,13 +38,6 @@ PG_FUNCTION_INFO_V1(claims_lock_cell);
 #define CLAIMS_CELL_LOCK_SPACE 0x434C
 
 bool		claims_open_mode = false;
-
-typedef struct ClaimsCell
-{
-	int64		cell_id;
-	char	   *role_name;
-	bool		disabled;
-} ClaimsCell;
 
 static MemoryContext cells_cxt = NULL;
 static bool cells_valid = false;
@@ -62,16 +57,49 @@ claims_cells_invalidate(Oid relid)
 		cells_valid = false;
 }
 
+/* A text column of the cell row, copied into the cache; NULL when null. */
+static char *
+claims_cells_text(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	return isnull ? NULL : MemoryContextStrdup(cells_cxt, TextDatumGetCString(d));
+}
+
+/* A bigint[] column of the cell row, copied into the cache. */
+static int64 *
+claims_cells_int8s(HeapTuple tup, TupleDesc desc, int col, int *n)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+	Datum	   *elems;
+	int64	   *out;
+
+	*n = 0;
+	if (isnull)
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(d), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, NULL, n);
+	out = MemoryContextAlloc(cells_cxt, sizeof(int64) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		out[i] = DatumGetInt64(elems[i]);
+	return out;
+}
+
 /*
  * Load claim_cells into the per-backend cache when it is stale; needs an
  * SPI connection. Read under a snapshot taken now, so a change whose
  * invalidation has been processed (a cell disabled while this call waited
  * on its lock) is seen, whatever snapshot the caller's statement holds.
+ * Before ALTER EXTENSION ... UPDATE to 1.2 the table has no CellInfo
+ * columns yet: the cells then have none of that information.
  */
 static void
 claims_cells_ensure(void)
 {
 	int			ret;
+	bool		with_info;
 
 	if (cells_valid && cells_schema == claims_schema_oid() &&
 		(cells_fresh || IsInParallelMode()))
@@ -85,9 +113,12 @@ claims_cells_ensure(void)
 	cells_valid = true;
 	cells_schema = claims_schema_oid();
 	cells_relid = get_relname_relid("claim_cells", cells_schema);
+	with_info = OidIsValid(cells_relid) &&
+		get_attnum(cells_relid, "sequence_ranges") != InvalidAttrNumber;
 	PG_TRY();
 	{
-		ret = claims_execute_latest(CLAIMS_PLAN_CELLS, &cells_fresh);
+		ret = claims_execute_latest(with_info ? CLAIMS_PLAN_CELLS_INFO : CLAIMS_PLAN_CELLS,
+									&cells_fresh);
 		if (ret != SPI_OK_SELECT)
 			elog(ERROR, "claims: loading claim_cells failed: %s", SPI_result_code_string(ret));
 		cells = MemoryContextAllocZero(cells_cxt, sizeof(ClaimsCell) * Max(SPI_processed, 1));
@@ -96,13 +127,21 @@ claims_cells_ensure(void)
 			HeapTuple	tup = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
-			MemoryContext old;
+			ClaimsCell *c = &cells[i];
 
-			cells[i].cell_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-			old = MemoryContextSwitchTo(cells_cxt);
-			cells[i].role_name = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
-			MemoryContextSwitchTo(old);
-			cells[i].disabled = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+			c->cell_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			c->role_name = claims_cells_text(tup, desc, 2);
+			c->disabled = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+			if (with_info)
+			{
+				int			nmax;
+
+				c->address = claims_cells_text(tup, desc, 4);
+				c->session_prefix = claims_cells_text(tup, desc, 5);
+				c->minvals = claims_cells_int8s(tup, desc, 6, &c->nranges);
+				c->maxvals = claims_cells_int8s(tup, desc, 7, &nmax);
+				c->nranges = Min(c->nranges, nmax);
+			}
 		}
 		ncells = (int) SPI_processed;
 	}
@@ -112,6 +151,29 @@ claims_cells_ensure(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+}
+
+/*
+ * Every registered cell in cell id order, as this call sees the registry
+ * (needs an SPI connection).
+ */
+const ClaimsCell *
+claims_cells_all(int *n)
+{
+	claims_cells_ensure();
+	*n = ncells;
+	return cells;
+}
+
+/* The registered cell with this id, or NULL (needs an SPI connection). */
+const ClaimsCell *
+claims_cell_by_id(int64 cell_id)
+{
+	claims_cells_ensure();
+	for (int i = 0; i < ncells; i++)
+		if (cells[i].cell_id == cell_id)
+			return &cells[i];
+	return NULL;
 }
 
 /* Does this role have the privileges of the named role? */
@@ -184,7 +246,7 @@ claims_refuse_restricted(void)
 void
 claims_authorize_cell(int64 cell_id, bool for_new_lease)
 {
-	ClaimsCell *cell = NULL;
+	const ClaimsCell *cell;
 
 	claims_refuse_restricted();
 	if (for_new_lease)
@@ -196,14 +258,7 @@ claims_authorize_cell(int64 cell_id, bool for_new_lease)
 	if (claims_open_mode)
 		return;
 
-	claims_cells_ensure();
-	for (int i = 0; i < ncells; i++)
-		if (cells[i].cell_id == cell_id)
-		{
-			cell = &cells[i];
-			break;
-		}
-
+	cell = claims_cell_by_id(cell_id);
 	if (cell == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -242,6 +297,30 @@ claims_authorize_lookup(void)
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("role \"%s\" may not look up claims", claims_caller_name()),
 			 errhint("Grant claims_router to the routing role.")));
+}
+
+/*
+ * Refuse the cell list (GetCells) to roles that are neither an enabled
+ * cell's role nor administrators: routers and other roles see cells only
+ * through the records they look up.
+ */
+void
+claims_authorize_get_cells(void)
+{
+	int			n;
+	const ClaimsCell *all;
+
+	claims_refuse_restricted();
+	if (claims_open_mode || claims_caller_is_admin())
+		return;
+	all = claims_cells_all(&n);
+	for (int i = 0; i < n; i++)
+		if (!all[i].disabled && claims_role_has_role(claims_caller_role, all[i].role_name))
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("role \"%s\" may not list the cells", claims_caller_name()),
+			 errdetail("The cell list is for the roles of registered, enabled cells and for administrators.")));
 }
 
 /*

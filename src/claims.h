@@ -47,6 +47,23 @@ extern void claims_cells_invalidate(Oid relid);
 extern bool claims_caller_is_admin(void);
 extern void claims_authorize_cell(int64 cell_id, bool for_new_lease);
 extern void claims_authorize_lookup(void);
+extern void claims_authorize_get_cells(void);
+
+/* auth.c: the cell registry as the per-backend cache holds it */
+typedef struct ClaimsCell
+{
+	int64		cell_id;
+	char	   *role_name;
+	bool		disabled;
+	char	   *address;		/* NULL when unset */
+	char	   *session_prefix; /* NULL when unset */
+	int			nranges;
+	int64	   *minvals;		/* sequence ranges, inclusive, in the order set */
+	int64	   *maxvals;
+} ClaimsCell;
+
+extern const ClaimsCell *claims_cells_all(int *n);
+extern const ClaimsCell *claims_cell_by_id(int64 cell_id);
 
 /* Kinds of operation one batch entry performs (also passed to SQL). */
 typedef enum ClaimsOp
@@ -105,6 +122,7 @@ typedef enum ClaimsPlanId
 	CLAIMS_PLAN_REGISTRY_SUBJECTS,
 	CLAIMS_PLAN_REGISTRY_SOURCES,
 	CLAIMS_PLAN_CELLS,
+	CLAIMS_PLAN_CELLS_INFO,
 	CLAIMS_NUM_PLANS
 } ClaimsPlanId;
 
@@ -211,6 +229,7 @@ extern void claims_parse_get_record(Jsonb *request, ClaimsBucketRef *out);
 extern void claims_parse_list_leases(Jsonb *request, ClaimsListLeasesRequest *out);
 extern void claims_parse_list_records(Jsonb *request, ClaimsListRecordsRequest *out);
 extern void claims_parse_finish(Jsonb *request, int64 *cell_id, pg_uuid_t *lease_uuid);
+extern void claims_parse_get_cells(Jsonb *request);
 extern void claims_digest(const char *value, int len, uint8 *digest);
 
 /* json_out.c: proto3 JSON output */

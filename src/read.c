@@ -179,7 +179,8 @@ claims_lookup_open_index(Relation rel, Oid nsp)
  * is not claimed.
  */
 static bool
-claims_lookup_by_index(ClaimsBucketRef *ref, Relation rel, Relation index, ClaimsJson *js)
+claims_lookup_by_index(ClaimsBucketRef *ref, Relation rel, Relation index, ClaimsJson *js,
+					   int64 *cell_id)
 {
 	ScanKeyData keys[2];
 	IndexScanDesc scan;
@@ -212,7 +213,7 @@ claims_lookup_by_index(ClaimsBucketRef *ref, Relation rel, Relation index, Claim
 			continue;
 
 		claims_json_key(js, "record");
-		claims_json_record(js, heap_copytuple(tuple), desc, target.attnums);
+		*cell_id = claims_json_record(js, heap_copytuple(tuple), desc, target.attnums);
 		found = true;
 		break;
 	}
@@ -226,7 +227,7 @@ claims_lookup_by_index(ClaimsBucketRef *ref, Relation rel, Relation index, Claim
  * index to read directly); false when the value is not claimed.
  */
 static bool
-claims_lookup_by_statement(ClaimsBucketRef *ref, ClaimsJson *js)
+claims_lookup_by_statement(ClaimsBucketRef *ref, ClaimsJson *js, int64 *cell_id)
 {
 	Datum		args[3];
 	bytea	   *digest;
@@ -244,17 +245,17 @@ claims_lookup_by_statement(ClaimsBucketRef *ref, ClaimsJson *js)
 	if (SPI_processed == 0)
 		return false;
 	claims_json_key(js, "record");
-	claims_json_record(js, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-					   claims_record_spi_attnums);
+	*cell_id = claims_json_record(js, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								  claims_record_spi_attnums);
 	return true;
 }
 
 /*
  * Find the claim of one value and add its Record to the document; false
- * when the value is not claimed.
+ * when the value is not claimed. *cell_id is set to the owning cell's.
  */
 static bool
-claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
+claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js, int64 *cell_id)
 {
 	Oid			nsp = claims_schema_oid();
 	Relation	rel = claims_lookup_open_table(nsp);
@@ -264,18 +265,18 @@ claims_lookup_record(ClaimsBucketRef *ref, ClaimsJson *js)
 	if (index == NULL)
 	{
 		table_close(rel, NoLock);
-		return claims_lookup_by_statement(ref, js);
+		return claims_lookup_by_statement(ref, js, cell_id);
 	}
-	found = claims_lookup_by_index(ref, rel, index, js);
+	found = claims_lookup_by_index(ref, rel, index, js, cell_id);
 	index_close(index, NoLock);
 	table_close(rel, NoLock);
 	return found;
 }
 
 /*
- * claims_get_record(request jsonb) returns jsonb: {"record": Record}, or
- * NULL when the value is not claimed. Values under a creating lease are
- * routable at once.
+ * claims_get_record(request jsonb) returns jsonb: {"record": Record,
+ * "cell_info": CellInfo} (GetRecordResponse), or NULL when the value is
+ * not claimed. Values under a creating lease are routable at once.
  */
 Datum
 claims_get_record(PG_FUNCTION_ARGS)
@@ -285,6 +286,7 @@ claims_get_record(PG_FUNCTION_ARGS)
 	ClaimsBucketRef ref;
 	ClaimsJson	js;
 	Jsonb	   *result = NULL;
+	int64		cell_id;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -297,9 +299,13 @@ claims_get_record(PG_FUNCTION_ARGS)
 
 	claims_json_init(&js);
 	claims_json_begin_object(&js);
-	if (claims_lookup_record(&ref, &js))
+	if (claims_lookup_record(&ref, &js, &cell_id))
 	{
-		MemoryContext spi = MemoryContextSwitchTo(caller);
+		MemoryContext spi;
+
+		claims_json_key(&js, "cell_info");
+		claims_json_cell_info(&js, cell_id);
+		spi = MemoryContextSwitchTo(caller);
 
 		claims_json_end_object(&js);
 		result = claims_json_finish(&js);

@@ -1358,3 +1358,14 @@ claims_parse_finish(Jsonb *request, int64 *cell_id, pg_uuid_t *lease_uuid)
 	claims_read_uuid(&f[1].value, &up, lease_uuid);
 }
 
+/*
+ * GetCellsRequest {}: no fields.
+ */
+void
+claims_parse_get_cells(Jsonb *request)
+{
+	ClaimsPath	root = {NULL, "$", 1, -1};
+	JsonbValue	rv = claims_request_root(request, &root);
+
+	claims_read_object(&rv, &root, NULL, 0);
+}

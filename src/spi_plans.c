@@ -298,7 +298,21 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		0, {InvalidOid}
 	},
 	[CLAIMS_PLAN_CELLS] = {
-		"SELECT cell_id, role_name, disabled FROM @extschema@.claim_cells",
+		"SELECT cell_id, role_name, disabled FROM @extschema@.claim_cells ORDER BY cell_id",
+		0, {InvalidOid}
+	},
+	/*
+	 * The same with the CellInfo columns (version 1.2 on): the sequence
+	 * ranges as inclusive [minval, maxval] pairs in the order they were
+	 * set, an unbounded end standing for the int64 limit.
+	 */
+	[CLAIMS_PLAN_CELLS_INFO] = {
+		"SELECT cell_id, role_name, disabled, address, session_prefix,"
+		"       ARRAY(SELECT coalesce(lower(u.r), '-9223372036854775808'::bigint)"
+		"             FROM unnest(sequence_ranges) WITH ORDINALITY AS u(r, o) ORDER BY u.o),"
+		"       ARRAY(SELECT coalesce(upper(u.r) - 1, '9223372036854775807'::bigint)"
+		"             FROM unnest(sequence_ranges) WITH ORDINALITY AS u(r, o) ORDER BY u.o)"
+		" FROM @extschema@.claim_cells ORDER BY cell_id",
 		0, {InvalidOid}
 	},
 };

@@ -100,7 +100,8 @@ SELECT results_eq(
     'claim_bucket_types columns have the expected types, NOT NULL and defaults');
 
 SELECT columns_are('claim_cells', ARRAY[
-    'cell_id', 'name', 'role_name', 'disabled', 'created_at', 'updated_at']);
+    'cell_id', 'name', 'role_name', 'disabled', 'created_at', 'updated_at',
+    'address', 'session_prefix', 'sequence_ranges']);
 SELECT columns_are('claim_admin_actions', ARRAY[
     'action_id', 'at', 'actor', 'session_role', 'action', 'cell_id', 'lease_uuid', 'reason', 'detail']);
 

@@ -55,9 +55,10 @@ SELECT ok(
                       'claims_rollback(bigint,uuid)'::regprocedure, 'claims_get_record(jsonb)'::regprocedure,
                       'claims_list_leases(jsonb)'::regprocedure, 'claims_list_records(jsonb)'::regprocedure,
                       'claims_commit(jsonb)'::regprocedure, 'claims_rollback(jsonb)'::regprocedure,
+                      'claims_get_cells(jsonb)'::regprocedure,
                       'claims_registry_changed()'::regprocedure,
-                      'claims_builtin_types_guard()'::regprocedure)) = 10,
-    'the eight API functions and the two registry trigger functions belong to the extension');
+                      'claims_builtin_types_guard()'::regprocedure)) = 11,
+    'the nine API functions and the two registry trigger functions belong to the extension');
 
 SELECT is((SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'claims'), 'public',
     'CREATE EXTENSION without SCHEMA installs claims in public');

@@ -12,7 +12,7 @@
 --   sec20_member     inherits sec20_cell1 (an application role of cell 1)
 --   sec20_noinherit  NOINHERIT member of sec20_cell1 (has its privileges only after SET ROLE)
 BEGIN;
-SELECT plan(801);
+SELECT plan(824);
 
 CREATE ROLE sec20_cell1 LOGIN;
 CREATE ROLE sec20_cell2 LOGIN;
@@ -148,6 +148,8 @@ INSERT INTO sec20_matrix (op, stmt, allowed, refused) VALUES
     ('claims_rollback(jsonb) of cell 2''s lease named as cell 1''s',
      $$SELECT claims_rollback('{"cell_id": 1, "lease_uuid": {"value": "20000000-0000-4000-8000-000000000204"}}'::jsonb)$$,
      '{}', '42501'),
+    ('claims_get_cells',
+     $$SELECT claims_get_cells()$$, '{cell1,cell2,admin,member}', '42501'),
     ('claims_get_record of cell 2''s value',
      $$SELECT claims_get_record('{"bucket": {"type": "USERNAMES", "value": "sec20-c2-active"}}')$$,
      '{cell1,cell2,router,admin,member}', '42501'),
@@ -179,6 +181,8 @@ INSERT INTO sec20_matrix (op, stmt, allowed, refused) VALUES
      $$SELECT claims_admin_finish_lease('20000000-0000-4000-8000-000000000203', 'rollback', 'matrix')$$, '{admin}', '42501'),
     ('claims_decommission_cell',
      $$SELECT claims_decommission_cell(3, 'matrix', true)$$, '{admin}', '42501'),
+    ('claims_set_cell_info',
+     $$SELECT claims_set_cell_info(1, 'sec20.example:443', 'sec20', '{"[1,10]"}', 'matrix')$$, '{admin}', '42501'),
     ('SELECT from claims_outstanding_leases',
      $$SELECT * FROM claims_outstanding_leases$$, '{admin}', '42501'),
     ('claims_require_admin()',
@@ -288,7 +292,7 @@ SELECT results_eq(
 SELECT results_eq(
     $$SELECT action, cell_id FROM claim_admin_actions WHERE actor = 'sec20_admin' ORDER BY action_id$$,
     $$VALUES ('register_cell', 3::bigint), ('rename_cell', 2), ('enable_cell', 2), ('disable_cell', 3),
-             ('finish_lease_rollback', 2), ('decommission_cell', 3)$$,
+             ('finish_lease_rollback', 2), ('decommission_cell', 3), ('set_cell_info', 1)$$,
     'every administrator action of sec20_admin is in the audit log, attributed to it');
 
 -- What the allowed reads return, role by role.

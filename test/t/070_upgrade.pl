@@ -51,6 +51,12 @@ my $outstanding = begin_update('upgraded', 'bob', 2);
 my $rolled_back = begin_update('upgraded', 'carol', 3);
 $node->safe_psql('upgraded', "SET ROLE cell_a; SELECT claims_rollback(1, '$rolled_back')");
 
+# The library serves a store not yet updated: a record's cell_info then
+# has the cell's id only (the registry has no CellInfo columns before 1.2).
+is($node->safe_psql('upgraded', q{
+SELECT claims_get_record('{"bucket": {"type": "USERNAMES", "value": "alice"}}') -> 'cell_info'}),
+	'{"id": "1"}', "at $first: get_record answers, cell_info with the id only");
+
 my $tables = member_tables($node, 'upgraded', 'claims');
 cmp_ok(scalar @$tables, '>', 3, 'the extension owns tables');
 my %before = map { $_->[0] => table_rows($node, 'upgraded', @$_) } @$tables;
@@ -98,6 +104,12 @@ SELECT string_agg(claims_get_record(jsonb_build_object('bucket', jsonb_build_obj
                   #>> '{record,status}', ',' ORDER BY v)
   FROM unnest(ARRAY['alice', 'bob', 'dave']) v}),
 	'ACTIVE,ACTIVE,ACTIVE', 'a lease from before the update and one after commit through the API');
+$node->safe_psql('upgraded',
+	q{SELECT claims_set_cell_info(1, 'cell-a.example:443', 'cell-a', '{"[1,1000]"}', 'after the update')});
+is( $node->safe_psql('upgraded', q{
+SELECT claims_get_record('{"bucket": {"type": "USERNAMES", "value": "alice"}}') -> 'cell_info'}),
+	'{"id": "1", "address": "cell-a.example:443", "sequence_range": {"maxval": "1000", "minval": "1"}, "session_prefix": "cell-a", "sequence_ranges": [{"maxval": "1000", "minval": "1"}]}',
+	'after the update the cell info set by an administrator is in get_record');
 is( $node->safe_psql('upgraded', q{
 SELECT claims_get_record('{"bucket": {"type": "USERNAMES", "value": "carol"}}') IS NULL}),
 	't', 'the value of the lease rolled back before the update is free');
