@@ -1,0 +1,55 @@
+// The pool: pool-size worker threads, each owning one libpq connection, take
+// calls from one queue. A connection that is not idle after a call (error,
+// lost, cancelled) is dropped and opened again for the next call; with a
+// multi-host conninfo and target_session_attrs=read-write that reopening
+// follows a failover.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace claims_grpc {
+
+class Conn {
+ public:
+  explicit Conn(const std::string& conninfo) : conninfo_(conninfo) {}
+  ~Conn() { Drop(); }
+  // Connect when needed; false with *err when the store is unreachable.
+  bool Ensure(std::string* err);
+  void Drop();
+  PGconn* pg() { return pg_; }
+  PGcancel* cancel() { return cancel_; }
+
+ private:
+  std::string conninfo_;
+  PGconn* pg_ = nullptr;
+  PGcancel* cancel_ = nullptr;
+};
+
+class Pool {
+ public:
+  using Task = std::function<void(Conn&)>;
+  Pool(const std::string& conninfo, int size);
+  ~Pool();
+  void Submit(Task task);
+  // Run what is queued, then stop the workers.
+  void Shutdown();
+
+ private:
+  void Work(int i);
+  std::string conninfo_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace claims_grpc
