@@ -187,7 +187,8 @@ psql_run() {
     as_owner "$BINDIR/psql" -X -h "$SOCK_DIR" -p "$PORT" -U "$RUN_USER" "$@"
 }
 
-# Create the claims database and the extension in it if missing.
+# Create the claims database and the extension in it if missing; a store
+# made by an earlier version is updated (claims-grpc needs 1.2's functions).
 create_database() {
     local exists
     exists="$(psql_run -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DBNAME'")" ||
@@ -198,7 +199,7 @@ create_database() {
             die "createdb failed"
     fi
     psql_run -d "$DBNAME" -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
-        -c 'CREATE EXTENSION IF NOT EXISTS claims' ||
+        -c 'CREATE EXTENSION IF NOT EXISTS claims' -c 'ALTER EXTENSION claims UPDATE' ||
         die "CREATE EXTENSION claims failed"
 }
 
