@@ -144,7 +144,7 @@ checkpoint_timeout = 30min
 EOF
     "$BINDIR/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w -t 120 start >/dev/null ||
         { tail -n 30 "$WORK/server.log"; die "the store did not start"; }
-    "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -d postgres <<'EOF' || die "store setup failed"
+    "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -d postgres <<'EOF' >/dev/null || die "store setup failed"
 SET client_min_messages = warning;
 CREATE DATABASE bench;
 \c bench
