@@ -41,7 +41,9 @@
 #   BENCH_VERIFY_ROWS        rows of the verify section's table [100000 | 20000]
 #   BENCH_ONLY               sections to run, of: scale signup lookup backfill
 #                            rename list_records list_leases contention cell
-#                            verify [all]
+#                            verify grpc [all]; grpc (claims-grpc against the
+#                            same pairs in SQL) is bench/grpc.sh, on its own
+#                            server, its table printed after the others
 #   BENCH_SHARED_BUFFERS     [a quarter of RAM, at least 1GB, at most 8GB]
 #   BENCH_PGSS=1             preload pg_stat_statements (track = all) and keep
 #                            its top statements in the work directory
@@ -85,7 +87,11 @@ NHOT="${BENCH_HOT_VALUES:-100}"
 RENAME_POOL=1000
 CELL_CLIENTS="${BENCH_CELL_CLIENTS:-1 8}"
 VERIFY_ROWS="${BENCH_VERIFY_ROWS:-$D_VERIFY_ROWS}"
-ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention cell verify}"
+ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention cell verify grpc}"
+# Only the grpc section: bench/grpc.sh needs nothing of this script's server.
+if [ "$(echo $ONLY)" = grpc ]; then
+    exec "$BENCH_DIR/grpc.sh"
+fi
 # A quarter of RAM (1GB to 8GB): the stores must stay in shared_buffers,
 # because machines like the one in RESULTS.md give no lasting OS page cache.
 D_SHARED_MB=$(awk '/MemTotal/ { m = int($2 / 1024 / 4); if (m < 1024) m = 1024; if (m > 8192) m = 8192; print m }' /proc/meminfo)
@@ -797,6 +803,18 @@ report() {
             cat "$WORK/contention.txt"
         fi
     fi
+    if wants grpc && [ -s "$WORK/grpc.txt" ]; then
+        echo
+        if [ "$md" = 1 ]; then
+            echo "## claims-grpc against SQL (bench/grpc.sh)"
+            echo
+            echo '```'
+            cat "$WORK/grpc.txt"
+            echo '```'
+        else
+            cat "$WORK/grpc.txt"
+        fi
+    fi
     echo
     [ "$md" = 1 ] && echo "## Targets" && echo && echo '```'
     targets
@@ -867,6 +885,11 @@ main() {
     fi
     if wants verify; then
         run_verify
+    fi
+
+    if wants grpc; then
+        progress "grpc: bench/grpc.sh"
+        "$BENCH_DIR/grpc.sh" >"$WORK/grpc.txt" || FAILURES=$((FAILURES + 1))
     fi
 
     if [ "$PGSS" = 1 ]; then

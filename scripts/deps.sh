@@ -25,6 +25,7 @@ PACKAGES=(
     libtap-parser-sourcehandler-pgtap-perl
     libipc-run-perl
     openssl
+    python3-grpcio
     python3-protobuf
     # the monitoring suite: promtool, a Prometheus server and the exporter
     prometheus

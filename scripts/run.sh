@@ -17,13 +17,22 @@
 # the running server (restarting it only when the installed library or the
 # settings changed). `make stop` stops it.
 #
+# claims-grpc (grpc/build/claims-grpc, or the installed one) is then
+# started in front of the store on 127.0.0.1:5500 with throwaway
+# certificates and an identity map in .run/grpc/ (CN cell-one -> cell_1,
+# cell-two -> cell_2, claims-admin -> claims_demo_admin; it logs in as the
+# NOINHERIT role claims_grpc), and scripts/grpc_demo.py shows a
+# BeginUpdate / CommitUpdate and a conflict through it.
+#
 # Environment: PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
-# CLAIMS_OS_USER (default claims), CLAIMS_PORT (default 5499).
+# CLAIMS_OS_USER (default claims), CLAIMS_PORT (default 5499),
+# CLAIMS_GRPC_PORT (default 5500), CLAIMS_GRPC (the claims-grpc binary).
 set -u
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
 PORT="${CLAIMS_PORT:-5499}"
+GRPC_PORT="${CLAIMS_GRPC_PORT:-5500}"
 RUN_DIR="$REPO/.run"
 DATA="$RUN_DIR/data"
 LOG="$RUN_DIR/server.log"
@@ -74,7 +83,7 @@ ensure_traversable() {
         dir="$(dirname "$dir")"
     done
     local script
-    for script in demo.sql cell_setup.sql cell_demo.sql; do
+    for script in demo.sql cell_setup.sql cell_demo.sql grpc_demo.py; do
         if ! runuser -u "$RUN_USER" -- test -r "$REPO/scripts/$script"; then
             chmod o+r "$REPO/scripts/$script" || die "cannot make scripts/$script readable for $RUN_USER"
         fi
@@ -179,7 +188,8 @@ psql_run() {
     as_owner "$BINDIR/psql" -X -h "$SOCK_DIR" -p "$PORT" -U "$RUN_USER" "$@"
 }
 
-# Create the claims database and the extension in it if missing.
+# Create the claims database and the extension in it if missing; a store
+# made by an earlier version is updated (claims-grpc needs 1.2's functions).
 create_database() {
     local exists
     exists="$(psql_run -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DBNAME'")" ||
@@ -190,7 +200,7 @@ create_database() {
             die "createdb failed"
     fi
     psql_run -d "$DBNAME" -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
-        -c 'CREATE EXTENSION IF NOT EXISTS claims' ||
+        -c 'CREATE EXTENSION IF NOT EXISTS claims' -c 'ALTER EXTENSION claims UPDATE' ||
         die "CREATE EXTENSION claims failed"
     # the role the Prometheus exporters log in as: pg_monitor, nothing more
     psql_run -d postgres -q -v ON_ERROR_STOP=1 -c "DO \$\$ BEGIN
@@ -232,6 +242,93 @@ run_cell_demo() {
         psql_run -d cell_1 -f "$REPO/scripts/cell_demo.sql"
 }
 
+# The claims-grpc binary: CLAIMS_GRPC, the tree's build, or the installed one.
+find_grpc() {
+    local c
+    for c in "${CLAIMS_GRPC:-}" "$REPO/grpc/build/claims-grpc" "$(command -v claims-grpc 2>/dev/null)"; do
+        [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+
+# Start claims-grpc in front of the store (stopping one left running by an
+# earlier run first): certificates, identity map, its login role.
+start_grpc() {
+    local gw dir="$RUN_DIR/grpc" pid
+    gw="$(find_grpc)" || {
+        echo "run.sh: claims-grpc is not built (make); no gRPC demo"
+        return 1
+    }
+    if [ ! -d "$dir" ]; then
+        mkdir -p "$dir" || die "cannot create $dir"
+        [ "$(id -u)" -eq 0 ] && chown "$RUN_USER:" "$dir"
+    fi
+    if [ ! -f "$dir/certs/ca.crt" ]; then
+        as_owner bash "$REPO/test/grpc/make_certs.sh" "$dir/certs" || die "certificates for claims-grpc failed"
+    fi
+    printf '%s\n' '# certificate CN    database role' 'cell-one           cell_1' \
+        'cell-two           cell_2' 'claims-admin       claims_demo_admin' |
+        as_owner tee "$dir/identity.map" >/dev/null || die "cannot write $dir/identity.map"
+    psql_run -d "$DBNAME" -q -v ON_ERROR_STOP=1 <<'EOF' >/dev/null || die "cannot create the roles of claims-grpc"
+SET client_min_messages = warning;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'claims_demo_admin') THEN
+        CREATE ROLE claims_demo_admin;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'claims_grpc') THEN
+        CREATE ROLE claims_grpc LOGIN NOINHERIT;
+    END IF;
+END $$;
+GRANT claims_admin TO claims_demo_admin;
+GRANT cell_1, cell_2, claims_demo_admin TO claims_grpc;
+EOF
+    stop_grpc
+    echo "run.sh: starting claims-grpc on 127.0.0.1:$GRPC_PORT (log: $dir/claims-grpc.log)"
+    # shellcheck disable=SC2016  # $$ is the shell that execs claims-grpc
+    as_owner bash -c 'echo $$ >"$1"; shift; exec "$@"' sh "$dir/claims-grpc.pid" \
+        "$gw" --listen "127.0.0.1:$GRPC_PORT" \
+        --conninfo "host=$SOCK_DIR port=$PORT dbname=$DBNAME user=claims_grpc" \
+        --tls-cert "$dir/certs/server.crt" --tls-key "$dir/certs/server.key" \
+        --client-ca "$dir/certs/ca.crt" --identity-map "$dir/identity.map" \
+        >>"$dir/claims-grpc.log" 2>&1 </dev/null &
+    for _ in $(seq 1 50); do
+        [ -s "$dir/claims-grpc.pid" ] && break
+        sleep 0.1
+    done
+    pid="$(cat "$dir/claims-grpc.pid" 2>/dev/null)"
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+        tail -n 20 "$dir/claims-grpc.log"
+        die "claims-grpc did not start; see $dir/claims-grpc.log"
+    fi
+}
+
+# Stop a claims-grpc started by an earlier run (SIGTERM, at most 30 s).
+stop_grpc() {
+    local pidfile="$RUN_DIR/grpc/claims-grpc.pid" pid
+    [ -f "$pidfile" ] || return 0
+    pid="$(cat "$pidfile")"
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        for _ in $(seq 1 300); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
+    rm -f "$pidfile"
+}
+
+# scripts/grpc_demo.py: a BeginUpdate / CommitUpdate and a conflict
+# through claims-grpc, with a client generated from grpc/proto (it waits,
+# at most 20 s, for the gateway to answer SERVING).
+run_grpc_demo() {
+    echo
+    echo "run.sh: running scripts/grpc_demo.py against claims-grpc"
+    echo
+    as_owner /usr/bin/python3 "$REPO/scripts/grpc_demo.py" "$REPO" "$RUN_DIR/grpc/certs" \
+        "$RUN_DIR/grpc/stubs" "127.0.0.1:$GRPC_PORT"
+}
+
 # Tell how to connect and stop.
 print_usage() {
     cat <<EOF
@@ -262,7 +359,16 @@ Then point Prometheus at them: job "claims_store" for 127.0.0.1:9187, job
 "claims_cell" for 127.0.0.1:9188 and :9189, with the rule files
 $REPO/monitoring/recording.yml and $REPO/monitoring/alerts.yml
 (README.md, "Operations: Prometheus").
-Stop it with:
+EOF
+    if [ "${GRPC_STARTED:-0}" = 1 ]; then
+        cat <<EOF
+claims-grpc serves ClaimService on 127.0.0.1:$GRPC_PORT (mutual TLS; certificates,
+identity map and log in $RUN_DIR/grpc/). Run its demo again with:
+    /usr/bin/python3 scripts/grpc_demo.py . $RUN_DIR/grpc/certs $RUN_DIR/grpc/stubs 127.0.0.1:$GRPC_PORT
+EOF
+    fi
+    cat <<EOF
+Stop it all with:
     make stop
 EOF
 }
@@ -285,6 +391,12 @@ main() {
     if [ "$rc" -eq 0 ]; then
         create_cells
         run_cell_demo
+        rc=$?
+    fi
+    GRPC_STARTED=0
+    if [ "$rc" -eq 0 ] && start_grpc; then
+        GRPC_STARTED=1
+        run_grpc_demo
         rc=$?
     fi
     print_usage

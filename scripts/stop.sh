@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# stop.sh: stop the local server started by scripts/run.sh (`make stop`).
-# Does nothing when it is not running. The data in .run/data is kept.
+# stop.sh: stop the local server started by scripts/run.sh (`make stop`),
+# and claims-grpc in front of it. Does nothing when they are not running.
+# The data in .run/data is kept.
 set -u
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,8 +17,29 @@ as_owner() {
     fi
 }
 
+# Stop claims-grpc (.run/grpc/claims-grpc.pid): SIGTERM, at most 30 s.
+stop_grpc() {
+    local pidfile="$REPO/.run/grpc/claims-grpc.pid" pid
+    [ -f "$pidfile" ] || return 0
+    pid="$(cat "$pidfile")"
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        echo "stop.sh: stopping claims-grpc (pid $pid)"
+        kill -TERM "$pid"
+        for _ in $(seq 1 300); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "stop.sh: claims-grpc (pid $pid) did not stop within 30 s" >&2
+            return 1
+        fi
+    fi
+    rm -f "$pidfile"
+}
+
 main() {
     local bindir
+    stop_grpc || exit 1
     if [ ! -f "$DATA/PG_VERSION" ]; then
         echo "stop.sh: no server data in $DATA; nothing to stop"
         exit 0

@@ -24,7 +24,8 @@
 #   cell orm  Django, SQLAlchemy and ActiveRecord applications from Debian's
 #             packages against two cells and a store (cell/orm/test/t)
 #   grpc      claims-grpc: the descriptor contract test, then prove over
-#             grpc/test/t/*.pl
+#             grpc/test/t/*.pl, and over test/grpc/t/*.pl (a Python client
+#             generated from grpc/proto, python3-grpcio, drives every RPC)
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
@@ -288,31 +289,35 @@ run_isolation() {
 # prove over DIR/test/t/*.pl, one prove per file, with the environment of
 # PGXS's prove_installcheck: prove_suite LABEL DIR LOGPREFIX PGPORT
 # [TEMP_CONFIG file every PostgreSQL::Test::Cluster node appends]
-# [PATTERN of the file names to run, without .pl; default *].
+# [PATTERN of the file names to run, without .pl; default *]
+# [directory of the files under DIR; default test/t].
 prove_suite() {
-    local label=$1 dir=$2 prefix=$3 port=$4 conf=${5:-} pattern=${6:-*} rel
+    local label=$1 dir=$2 prefix=$3 port=$4 conf=${5:-} pattern=${6:-*} tdir=${7:-test/t} rel
     local files=() f name out rc p fl s tp=0 tf=0 ts=0
     rel="${dir#"$REPO"}"
     rel="${rel#/}"
-    section "$label (prove ${rel:+$rel/}test/t)"
+    section "$label (prove ${rel:+$rel/}$tdir)"
     # shellcheck disable=SC2231  # the pattern is meant to glob
-    for f in "$dir"/test/t/$pattern.pl; do
-        [ -e "$f" ] && files+=("test/t/${f##*/}")
+    for f in "$dir"/$tdir/$pattern.pl; do
+        [ -e "$f" ] && files+=("$tdir/${f##*/}")
     done
     if [ "${#files[@]}" -eq 0 ]; then
-        echo "no TAP files ${rel:+$rel/}test/t/$pattern.pl; skipped"
-        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}test/t/$pattern.pl")
+        echo "no TAP files ${rel:+$rel/}$tdir/$pattern.pl; skipped"
+        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}$tdir/$pattern.pl")
         return 0
     fi
-    rm -rf "$dir/tmp_check"
-    mkdir -p "$dir/tmp_check"
+    # files outside test/t keep their data and logs apart (tmp_check_PREFIX)
+    local tmp="$dir/tmp_check"
+    [ "$tdir" = test/t ] || tmp="$dir/tmp_check_$prefix"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
     for f in "${files[@]}"; do
         name="$(basename "$f" .pl)"
         out="$LOGDIR/${prefix}_$name.out"
         (
             cd "$dir" || exit 1
             # TESTLOGDIR: PostgreSQL 17 writes the logs to ./log without it
-            export TESTDIR="$dir" TESTDATADIR="$dir/tmp_check" TESTLOGDIR="$dir/tmp_check/log"
+            export TESTDIR="$dir" TESTDATADIR="$tmp" TESTLOGDIR="$tmp/log"
             export PATH="$BINDIR:$dir:$PATH" PGPORT="$port"
             export PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress"
             [ -n "$conf" ] && export TEMP_CONFIG="$conf"
@@ -326,9 +331,9 @@ prove_suite() {
             fl=1
         fi
         if [ "$fl" -gt 0 ]; then
-            show_tail "$dir/tmp_check/log/regress_log_$name" 80
+            show_tail "$tmp/log/regress_log_$name" 80
             local nodelog
-            for nodelog in "$dir"/tmp_check/log/"${name}"_*.log; do
+            for nodelog in "$tmp"/log/"${name}"_*.log "$tmp"/log/claims_grpc*.log; do
                 show_tail "$nodelog" 40
             done
         fi
@@ -363,6 +368,7 @@ run_grpc() {
     echo "-- grpc contract: $p ok, $fl not ok"
     add_counts "$p" "$fl"
     prove_suite grpc "$REPO/grpc" grpc 64432 "$TEMP_CONFIG_FILE"
+    run_grpc_clients
 }
 
 # Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
@@ -421,6 +427,13 @@ run_ha() {
 # Suite (i): the ORM applications of cell/orm against two cells and a store.
 run_cell_orm() {
     prove_suite "cell orm" "$REPO/cell/orm" cell_orm 65232
+}
+
+# Part of suite (k): prove over test/grpc/t/*.pl. Each file starts its own store
+# node and claims-grpc (grpc/claims-grpc of this tree, else the installed
+# one) and drives it with test/grpc/grpc_helper.py under /usr/bin/python3.
+run_grpc_clients() {
+    prove_suite "grpc clients" "$REPO" grpc_clients 65332 "" '*' test/grpc/t
 }
 
 # Start the throwaway server for pgTAP: data under tmp_check_pgtap/, no TCP,
