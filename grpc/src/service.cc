@@ -130,7 +130,7 @@ class CallReactor : public grpc::ServerUnaryReactor {
       if (out.conn_lost || out.sqlstate == "25006") svc_->health()->Poke();
       sqlstate_ = out.sqlstate;
       if (!out.sqlstate.empty()) ctx_->AddTrailingMetadata("claims-sqlstate", out.sqlstate);
-      return Done(ToStatus(out, DeadlinePassed()));
+      return Done(ToStatus(out, st_->Gone() && !DeadlinePassed()));
     }
     if (!out.allowed)
       return Done(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,

@@ -108,7 +108,7 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
   return out;
 }
 
-grpc::Status ToStatus(const SqlOutcome& out, bool deadline_passed) {
+grpc::Status ToStatus(const SqlOutcome& out, bool caller_cancelled) {
   using grpc::StatusCode;
   static const std::map<std::string, StatusCode> codes = {
       {"23505", StatusCode::ALREADY_EXISTS},     {"55P03", StatusCode::ABORTED},
@@ -124,10 +124,13 @@ grpc::Status ToStatus(const SqlOutcome& out, bool deadline_passed) {
   std::string msg = out.message;
   if (!out.detail.empty()) msg += " (" + out.detail + ")";
   if (out.conn_lost && out.sqlstate.empty()) return grpc::Status(StatusCode::UNAVAILABLE, msg);
-  if (out.setup_failed && out.sqlstate != "57014")
+  // only a refused SET ROLE is the identity's fault; a shutdown is not
+  if (out.setup_failed &&
+      (out.sqlstate == "42501" || out.sqlstate == "22023" || out.sqlstate == "42704"))
     return grpc::Status(StatusCode::PERMISSION_DENIED,
                         "the caller's role cannot be assumed: " + msg);
-  if (out.sqlstate == "57014" && !deadline_passed)
+  // a statement timeout is the deadline unless the caller cancelled first
+  if (out.sqlstate == "57014" && caller_cancelled)
     return grpc::Status(StatusCode::CANCELLED, msg);
   auto it = codes.find(out.sqlstate);
   if (it != codes.end()) return grpc::Status(it->second, msg);

@@ -44,6 +44,6 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
                    const std::string& predicate);
 
 // The gRPC status of a failed outcome (the store's SQLSTATE, its message).
-grpc::Status ToStatus(const SqlOutcome& out, bool deadline_passed);
+grpc::Status ToStatus(const SqlOutcome& out, bool caller_cancelled);
 
 }  // namespace claims_grpc
