@@ -1,9 +1,12 @@
 // The ClaimService calls: one reactor per call, SQL on the pool.
 #include "service.h"
 
+#include <openssl/rand.h>
+
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -42,9 +45,25 @@ static void RollbackLease(ClaimServiceImpl* svc, Conn& conn, const std::string& 
   }
   if (out.ok)
     Log(Level::kInfo, "lease " + lease + " of cell " + cell_id + " rolled back: " + why);
+  else if (out.sqlstate == "P0002")
+    Log(Level::kInfo, "lease " + lease + " of cell " + cell_id + " was never made (" + why + ")");
   else
     Log(Level::kWarning, "lease " + lease + " of cell " + cell_id + " left outstanding (" +
                              why + "), rollback failed: " + out.sqlstate + " " + out.message);
+}
+
+// A version 4 uuid from OpenSSL's random generator, or "" when it fails.
+static std::string NewLeaseUuid() {
+  unsigned char b[16];
+  if (RAND_bytes(b, sizeof(b)) != 1) return "";
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  char out[37];
+  snprintf(out, sizeof(out),
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+           b[15]);
+  return out;
 }
 
 class CallReactor : public grpc::ServerUnaryReactor {
@@ -73,8 +92,26 @@ class CallReactor : public grpc::ServerUnaryReactor {
     if (!pb::util::MessageToJsonString(*req, &json_, po).ok())
       return Done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                "request cannot be written as JSON"));
+    // BeginUpdate names its lease itself, so that a call whose outcome is
+    // unknown (cancelled or cut off after the store may have committed) can
+    // roll that lease back: the caller can never learn its uuid
+    if (auto* begin = dynamic_cast<const v1::BeginUpdateRequest*>(req)) {
+      chosen_lease_ = NewLeaseUuid();
+      if (!chosen_lease_.empty() && json_.size() >= 2 && json_.back() == '}') {
+        json_.pop_back();
+        json_ += std::string(json_.size() > 1 ? "," : "") + "\"lease_uuid\":\"" +
+                 chosen_lease_ + "\"}";
+        chosen_cell_ = std::to_string(begin->cell_id());
+      } else {
+        chosen_lease_.clear();
+      }
+    }
     deadline_ = ctx_->deadline();
     has_deadline_ = deadline_ < Clock::now() + std::chrono::hours(24 * 365);
+    if (has_deadline_)
+      deliver_margin_ = std::clamp<Clock::duration>((deadline_ - Clock::now()) / 5,
+                                                    std::chrono::milliseconds(2),
+                                                    std::chrono::milliseconds(100));
     if (has_deadline_ && deadline_ <= Clock::now())
       return Done(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed"));
     svc_->pool()->Submit([this](Conn& conn) { Execute(conn); });
@@ -111,6 +148,14 @@ class CallReactor : public grpc::ServerUnaryReactor {
  private:
   bool DeadlinePassed() const { return has_deadline_ && Clock::now() >= deadline_; }
 
+  // Whether a reply sent now may reach the caller after its deadline: the
+  // deadline is within a fifth of the call's budget (2 to 100 ms) of passing.
+  // Such a lease is rolled back rather than sent, since a reply the caller's
+  // own timer beat leaves a lease nobody knows.
+  bool TooLateToDeliver() const {
+    return has_deadline_ && Clock::now() + deliver_margin_ >= deadline_;
+  }
+
   int TimeoutMs() const {
     if (!has_deadline_) return svc_->cfg().default_timeout_ms;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
@@ -128,6 +173,9 @@ class CallReactor : public grpc::ServerUnaryReactor {
     if (out.skipped) return Done(grpc::Status(grpc::StatusCode::CANCELLED, "caller gone"));
     if (!out.ok) {
       if (out.conn_lost || out.sqlstate == "25006") svc_->health()->Poke();
+      if (!chosen_lease_.empty() && (out.conn_lost || out.sqlstate.empty() || st_->CancelSent()))
+        RollbackLease(svc_, conn, role_, chosen_cell_, chosen_lease_,
+                      "the outcome of the call is unknown: " + out.message);
       sqlstate_ = out.sqlstate;
       if (!out.sqlstate.empty()) ctx_->AddTrailingMetadata("claims-sqlstate", out.sqlstate);
       return Done(ToStatus(out, st_->Gone() && !DeadlinePassed()));
@@ -147,10 +195,11 @@ class CallReactor : public grpc::ServerUnaryReactor {
                                    parsed.ToString()));
     if (auto* begin = dynamic_cast<v1::BeginUpdateResponse*>(resp_)) {
       std::string cell = std::to_string(begin->cell_id()), lease = begin->lease_uuid().value();
-      if (st_->Gone() || DeadlinePassed()) {
+      if (st_->Gone() || TooLateToDeliver()) {
+        bool late = !st_->Gone() || DeadlinePassed();
         RollbackLease(svc_, conn, role_, cell, lease,
-                      DeadlinePassed() ? "the caller's deadline passed" : "the caller cancelled");
-        return Done(DeadlinePassed()
+                      late ? "the caller's deadline passed or was too close" : "the caller cancelled");
+        return Done(late
                         ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                        "deadline passed; the lease was rolled back")
                         : grpc::Status(grpc::StatusCode::CANCELLED,
@@ -177,8 +226,10 @@ class CallReactor : public grpc::ServerUnaryReactor {
   std::chrono::steady_clock::time_point start_;
   Clock::time_point deadline_;
   bool has_deadline_ = false;
+  Clock::duration deliver_margin_{0};
   AccessRule rule_;
   std::string cn_, role_, json_, sqlstate_, message_, cell_id_, lease_;
+  std::string chosen_lease_, chosen_cell_;  // BeginUpdate: the uuid the gateway chose
   int code_ = 0;
 };
 

@@ -16,6 +16,11 @@ void CallState::Cancel() {
   }
 }
 
+bool CallState::CancelSent() {
+  std::lock_guard<std::mutex> lock(mu);
+  return cancel_sent;
+}
+
 bool CallState::Gone() {
   std::lock_guard<std::mutex> lock(mu);
   return cancelled;

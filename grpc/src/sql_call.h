@@ -24,6 +24,8 @@ struct CallState {
   // Mark the call gone and cancel its SQL if it is running.
   void Cancel();
   bool Gone();
+  // Whether a cancel request went to the store for this call.
+  bool CancelSent();
 };
 
 struct SqlOutcome {

@@ -355,7 +355,11 @@ ok(poll(sub { (prom_value('claims_cell_commits_total{cell_id="1"}') // -1) == $c
 	'Prometheus has scraped the cell');
 ok(poll(sub { defined prom_value('claims:store_cell_begin_updates:rate5m{cell_id="1"}') }),
 	'the recording rules evaluate');
-is(join(',', alerts('firing')), '', 'no alert fires while nothing is wrong');
+# The lease reconcile() rolled back may have been old enough to count as
+# stale at a reporter run before it was rolled back (a loaded machine): its
+# alert then resolves at the next run, scrape and evaluation.
+ok(poll(sub { join(',', alerts('firing')) eq '' }), 'no alert fires while nothing is wrong')
+  or diag('firing: ' . join(',', alerts('firing')));
 
 # 4. A lease left outstanding on purpose: stale after 3 s, the reporter
 # counts it, and Prometheus fires ClaimsStaleLeases for its cell, then
