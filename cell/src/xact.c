@@ -1330,20 +1330,36 @@ cell_pre_commit(void)
 		List	   *changes = NIL;
 		ListCell   *lc2;
 
-		/* every change of its values, the leased ones included */
-		foreach(lc2, l->keys)
+		/*
+		 * every change of its values, the leased ones included; the values
+		 * are found through the changes, since a savepoint rolled back
+		 * rebuilds the records (l->keys may name the records of before)
+		 */
+		List	   *keys = NIL;
+
+		foreach(lc2, cell_pending_changes())
+		{
+			CellKey    *k = ((CellChange *) lfirst(lc2))->key;
+
+			if (k->lease == l && !k->mark)
+			{
+				k->mark = true;
+				keys = lappend(keys, k);
+			}
+		}
+		foreach(lc2, keys)
 		{
 			CellKey    *k = lfirst(lc2);
 			ListCell   *lc3;
 
-			if (k->lease != l)
-				continue;
+			k->mark = false;
 			foreach(lc3, k->changes)
 			{
 				if (((CellChange *) lfirst(lc3))->state != CELL_CHANGE_SETTLED)
 					changes = lappend(changes, lfirst(lc3));
 			}
 		}
+		list_free(keys);
 		dirty_nets = lappend(dirty_nets, cell_fold(changes));
 	}
 	if (flush)
