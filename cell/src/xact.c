@@ -83,7 +83,6 @@ typedef struct CellLease
 	bool		gone;			/* rolled back with a savepoint, or superseded */
 	bool		dirty;			/* PRE_COMMIT: its values changed after it was taken */
 	int			level;			/* transaction nesting level that took it */
-	List	   *keys;			/* CellKey: the values it carries (statement leases) */
 } CellLease;
 
 /* What claiming runs under: SPI, the extension's owner, a pinned search_path. */
@@ -1062,12 +1061,9 @@ cell_take_leases(CellClaimCtx *cx, List *nets)
 		foreach(lc2, taken)
 		{
 			CellKey    *k = ((CellNet *) lfirst(lc2))->last->key;
-			MemoryContext old = MemoryContextSwitchTo(cell_lease_cxt);
 			ListCell   *lc3;
 
 			k->lease = lease;
-			lease->keys = lappend(lease->keys, k);
-			MemoryContextSwitchTo(old);
 			foreach(lc3, k->changes)
 			{
 				CellChange *c = lfirst(lc3);
@@ -1333,7 +1329,7 @@ cell_pre_commit(void)
 		/*
 		 * every change of its values, the leased ones included; the values
 		 * are found through the changes, since a savepoint rolled back
-		 * rebuilds the records (l->keys may name the records of before)
+		 * rebuilds the records
 		 */
 		List	   *keys = NIL;
 
