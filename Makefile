@@ -3,7 +3,10 @@ EXTENSION = claims
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big = claims
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# common/: the code both extensions build (time-ordered uuids, the
+# background workers' database lookup); each library has its own copy.
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c common/*.c)))
+PG_CPPFLAGS = -Icommon
 # SHA-256 of bucket values (OpenSSL comes with PostgreSQL's development packages)
 SHLIB_LINK = -lcrypto
 DATA = $(sort $(wildcard $(EXTENSION)--*.sql))
@@ -28,7 +31,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # Every source includes the shared header.
-$(OBJS): src/claims.h
+$(OBJS): src/claims.h $(wildcard common/*.h)
 
 # The cell side, claims_cell, is built, installed and cleaned with the store.
 all: all-cell

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "library_local.h"
+#include "uuid7.h"
 
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -271,9 +272,6 @@ extern int64 claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc,
 extern char *claims_base64_encode(const char *data, int len, int *outlen);
 extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);
-
-/* uuid7.c: time-ordered identifiers */
-extern CLAIMS_LIBRARY_LOCAL void claims_uuid7_fill(pg_uuid_t *out, int n);
 
 /* claims.c: checks shared by the API functions */
 extern void claims_check_writable(const char *function);

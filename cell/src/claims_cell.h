@@ -12,7 +12,8 @@
 
 #include "postgres.h"
 
-#include "../../src/library_local.h"
+#include "library_local.h"
+#include "uuid7.h"
 
 #include "access/htup.h"
 #include "access/xact.h"
@@ -255,8 +256,5 @@ extern uint32 cell_host_failures(uint32 key);
 extern void cell_host_failed(uint32 key);
 extern void cell_host_accepted(uint32 key);
 extern uint32 cell_host_preferred(void);
-
-/* uuid7.c (shared with the store) */
-extern CLAIMS_LIBRARY_LOCAL void claims_uuid7_fill(pg_uuid_t *out, int n);
 
 #endif							/* CLAIMS_CELL_H */

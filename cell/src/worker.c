@@ -40,7 +40,7 @@
 #include "claims_cell.h"
 
 #include "access/xlog.h"
-#include "../../src/bgw_database.h"
+#include "bgw_database.h"
 
 #include <limits.h>
 

@@ -10,7 +10,9 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "claims.h"
+#include "postgres.h"
+
+#include "uuid7.h"
 
 #include <time.h>
 
