@@ -9,7 +9,10 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c common/*.c)))
 PG_CPPFLAGS = -Icommon
 # SHA-256 of bucket values (OpenSSL comes with PostgreSQL's development packages)
 SHLIB_LINK = -lcrypto
-DATA = $(sort $(wildcard $(EXTENSION)--*.sql))
+# The extension's scripts are built from their templates in src/sql, where
+# each function's definitions live in src/sql/udfs/NAME/ (scripts/build_sql.sh).
+SQL_TEMPLATES = $(sort $(wildcard src/sql/$(EXTENSION)--*.sql))
+DATA_built = $(patsubst src/sql/%,build/sql/%,$(SQL_TEMPLATES))
 PGFILEDESC = "claims - lease-first global claims store"
 
 # pg_regress: sql/*.sql against expected/*.out, on a private server.
@@ -32,6 +35,9 @@ include $(PGXS)
 
 # Every source includes the shared header.
 $(OBJS): src/claims.h $(wildcard common/*.h)
+
+build/sql/%.sql: src/sql/%.sql $(wildcard src/sql/udfs/*/*.sql) scripts/build_sql.sh
+	scripts/build_sql.sh $< $@
 
 # The cell side, claims_cell, is built, installed and cleaned with the store.
 all: all-cell

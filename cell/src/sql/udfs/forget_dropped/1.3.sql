@@ -1,0 +1,41 @@
+-- DROP TABLE of a claimed table also forgets its verification progress.
+CREATE OR REPLACE FUNCTION @extschema@.forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gone record;
+BEGIN
+    -- DROP EXTENSION drops the table itself
+    IF pg_catalog.to_regclass('@extschema@.claimed_attributes') IS NULL
+       OR pg_catalog.to_regclass('@extschema@.verify_progress') IS NULL THEN
+        RETURN;
+    END IF;
+    -- a dropped table's verification progress goes with it
+    DELETE FROM @extschema@.verify_progress p
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.objid = p.table_name AND d.objsubid = 0;
+    FOR gone IN
+        DELETE FROM @extschema@.claimed_attributes c
+         USING pg_catalog.pg_event_trigger_dropped_objects() d
+         WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.objid = c.table_name
+           AND d.objsubid IN (0, c.attnum, c.subject_attnum, c.source_attnum)
+        RETURNING c.table_name, c.attnum, c.trigger_name, d.objsubid, d.object_identity
+    LOOP
+        IF gone.objsubid <> 0 THEN
+            -- a column of a table that stays: its trigger would fail
+            EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS %I ON %s',
+                                      gone.trigger_name, gone.table_name);
+            IF NOT EXISTS (SELECT 1 FROM @extschema@.claimed_attributes c
+                            WHERE c.table_name = gone.table_name) THEN
+                EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS claims_cell_truncate ON %s',
+                                          gone.table_name);
+            END IF;
+            RAISE NOTICE 'a column of table % is no longer claimed: column % was dropped',
+                gone.table_name, gone.object_identity;
+        END IF;
+    END LOOP;
+END
+$$;

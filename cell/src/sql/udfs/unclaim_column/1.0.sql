@@ -1,0 +1,6 @@
+CREATE FUNCTION @extschema@.unclaim_column("table" regclass, "column" name)
+RETURNS void
+AS 'MODULE_PATHNAME', 'claims_cell_unclaim_column'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.unclaim_column(regclass, name) IS
+    'Stop claiming a column and remove its triggers';
