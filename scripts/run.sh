@@ -358,7 +358,7 @@ claims_monitor (a member of pg_monitor only):
 Then point Prometheus at them: job "claims_store" for 127.0.0.1:9187, job
 "claims_cell" for 127.0.0.1:9188 and :9189, with the rule files
 $REPO/monitoring/recording.yml and $REPO/monitoring/alerts.yml
-(README.md, "Operations: Prometheus").
+(docs/monitoring.md).
 EOF
     if [ "${GRPC_STARTED:-0}" = 1 ]; then
         cat <<EOF

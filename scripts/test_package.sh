@@ -83,7 +83,10 @@ ok $rc "apt installs $(basename "$DEB") and the PostgreSQL $MAJOR it depends on"
 files="$(in_root dpkg -L "postgresql-$MAJOR-claims")"
 for f in "/usr/share/postgresql/$MAJOR/extension/claims.control" \
     "/usr/share/postgresql/$MAJOR/extension/claims_cell.control" \
-    "/usr/lib/postgresql/$MAJOR/lib/claims.so" "/usr/lib/postgresql/$MAJOR/lib/claims_cell.so"; do
+    "/usr/lib/postgresql/$MAJOR/lib/claims.so" "/usr/lib/postgresql/$MAJOR/lib/claims_cell.so" \
+    "/usr/share/doc/postgresql-$MAJOR-claims/README.md" \
+    "/usr/share/doc/postgresql-$MAJOR-claims/docs/store-api.md" \
+    "/usr/share/doc/postgresql-$MAJOR-claims/docs/cell.md"; do
     grep -qx "$f" <<<"$files"
     ok $? "the package installs $f"
 done

@@ -35,6 +35,7 @@ for my $ext (sort keys %control)
 	ok($p, "provides $ext");
 	is($p->{version}, $control{$ext}, "$ext: the version of its control file");
 	ok(-f "$root/$p->{file}", "$ext: its file $p->{file} exists");
+	ok(-f "$root/$p->{docfile}", "$ext: its docfile $p->{docfile} exists");
 	ok($p->{abstract}, "$ext: an abstract");
 }
 my ($high) = sort { version_cmp($b, $a) } values %control;

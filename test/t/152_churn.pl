@@ -14,11 +14,11 @@
 # while
 #  - an ordinary role creates and drops temporary tables in a tight loop;
 #  - an operator adds bucket types, renames them (UPDATE of the name, the
-#    old name kept as an alias, as README describes) and disables and
+#    old name kept as an alias, as docs/store-api.md describes) and disables and
 #    re-enables the cells with claims_set_cell_disabled.
 #
 # Every answer's SQLSTATE is recorded. Afterwards: every SQLSTATE is one of
-# README's error table, no connection was lost and no server process
+# the error table of docs/store-api.md, no connection was lost and no server process
 # crashed, the third cell's answers were all exact (or 42501 while it was
 # disabled), and, once the operator is done, every client's next calls see
 # the final state: all cells enabled, every added type accepted by its
