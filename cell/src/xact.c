@@ -82,6 +82,7 @@ typedef struct CellLease
 	bool		in_doubt;		/* an abandoned try may still create it */
 	bool		gone;			/* rolled back with a savepoint, or superseded */
 	bool		dirty;			/* PRE_COMMIT: its values changed after it was taken */
+	bool		repair;			/* a claims_cell.verify() repair's, not a statement's */
 	int			level;			/* transaction nesting level that took it */
 } CellLease;
 
@@ -916,6 +917,7 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 					 "\"create_records\": %s, \"destroy_records\": %s}",
 					 (long long) cell_id, lease->uuid, creates, destroys);
 	cell_lease_cell_id = cell_id;
+	lease->repair = true;
 	lease->sent = lease->in_doubt = true;
 	params[0] = req.data;
 	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
@@ -1485,6 +1487,20 @@ cell_reset(void)
 	cell_forget_changes();
 }
 
+/* Whether every lease of this transaction is a verify() repair's. */
+static bool
+cell_leases_all_repairs(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, cell_leases)
+	{
+		if (!((CellLease *) lfirst(lc))->repair)
+			return false;
+	}
+	return true;
+}
+
 /* Transaction callback: the protocol's steps at the transaction's ends. */
 void
 cell_xact_callback(XactEvent event, void *arg)
@@ -1498,7 +1514,7 @@ cell_xact_callback(XactEvent event, void *arg)
 				ForceSyncCommit();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (cell_has_pending())
+			if (cell_has_pending() && cell_leases == NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot prepare a transaction that changed claimed values"),
@@ -1506,8 +1522,10 @@ cell_xact_callback(XactEvent event, void *arg)
 			if (cell_leases != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that holds leases of claims_cell.verify() repairs"),
-						 errdetail("The leases are committed at the store at COMMIT; a prepared transaction would leave them outstanding.")));
+						 cell_leases_all_repairs() ?
+						 errmsg("cannot prepare a transaction that holds leases of claims_cell.verify() repairs") :
+						 errmsg("cannot prepare a transaction that changed claimed values"),
+						 errdetail("Its leases are committed at the store at COMMIT; a prepared transaction would leave them outstanding.")));
 			break;
 		case XACT_EVENT_COMMIT:
 			if (cell_done_flushing > 0)

@@ -229,8 +229,11 @@ is(store_claims('kr1'), 'kr1:ACTIVE:1:60', 'the change was claimed at COMMIT all
 # 7. PREPARE TRANSACTION after an immediate lease: refused, the lease rolled back.
 run($s, 'BEGIN');
 run($s, q{INSERT INTO users VALUES (70, 'prep')});
-($st) = run($s, q{PREPARE TRANSACTION 'p1'});
+my $prep_out;
+($st, $prep_out) = run($s, q{PREPARE TRANSACTION 'p1'});
 is($st, '0A000', 'PREPARE TRANSACTION of a transaction with claims is refused');
+like($prep_out, qr/cannot prepare a transaction that changed claimed values\n.*DETAIL:  Its leases are committed at the store at COMMIT/,
+	'the refusal says its statement leases would stay outstanding, not that claims are taken at COMMIT');
 is(store_claims('prep'), '', 'and its statement lease is rolled back');
 is($node->safe_psql('cell1', 'SELECT count(*) FROM pg_prepared_xacts'), '0', 'nothing prepared');
 
