@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace claims_grpc {
@@ -26,9 +27,16 @@ class Conn {
   void Drop();
   PGconn* pg() { return pg_; }
   PGcancel* cancel() { return cancel_; }
+  // The name of this connection's prepared statement for key, or "" when
+  // it is not prepared yet; Prepared() records one (a new connection has none).
+  std::string StatementFor(const std::string& key) const;
+  void Prepared(const std::string& key, const std::string& name) { stmts_[key] = name; }
+  std::string NextStatementName() { return "claims_grpc_" + std::to_string(next_stmt_++); }
 
  private:
   std::string conninfo_;
+  std::unordered_map<std::string, std::string> stmts_;
+  int next_stmt_ = 0;
   PGconn* pg_ = nullptr;
   PGcancel* cancel_ = nullptr;
 };
