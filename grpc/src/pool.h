@@ -2,7 +2,8 @@
 // calls from one queue. A connection that is not idle after a call (error,
 // lost, cancelled) is dropped and opened again for the next call; with a
 // multi-host conninfo and target_session_attrs=read-write that reopening
-// follows a failover.
+// follows a failover. A connection keeps the statements prepared on it; a
+// new one prepares them again.
 #pragma once
 
 #include <libpq-fe.h>
