@@ -13,6 +13,9 @@
 # At 1 and 8 threads the two alternate (A B, B A, ...) and the table gives
 # pairs/s, p50 and p99 of each and the ratios gRPC / SQL; then both run at
 # a fixed 300 pairs/s (8 threads, latency from each pair's scheduled start).
+# Each run also reports the CPU time per pair of the client, of claims-grpc
+# and of the store's backends (grpc_pairs reads them over the measured
+# part), since client, gateway and store share the machine's cores.
 #
 # As root: runs the servers and clients as the unprivileged user "claims"
 # in a copy of what they need under /tmp. claims-grpc must be built
@@ -187,13 +190,17 @@ start_gateway() {
 run() {
     local mode="$1" threads="$2" secs="$3" tag="$4"
     shift 4
+    local pm
     mkdir -p "$WORK/runs"
+    pm="$(head -n 1 "$WORK/data/postmaster.pid")"
     if [ "$mode" = grpc ]; then
         "$WORK/grpc_pairs" --mode grpc --target "127.0.0.1:$GW_PORT" --certs "$WORK/certs" \
-            --threads "$threads" --seconds "$secs" --prefix "$tag" "$@" >"$WORK/runs/$tag" 2>&1
+            --threads "$threads" --seconds "$secs" --prefix "$tag" \
+            --gateway-pid "$GW_PID" --store-pid "$pm" "$@" >"$WORK/runs/$tag" 2>&1
     else
         "$WORK/grpc_pairs" --mode sql --conninfo "host=$SOCK port=$PORT dbname=bench user=cell_one" \
-            --threads "$threads" --seconds "$secs" --prefix "$tag" "$@" >"$WORK/runs/$tag" 2>&1
+            --threads "$threads" --seconds "$secs" --prefix "$tag" \
+            --gateway-pid "$GW_PID" --store-pid "$pm" "$@" >"$WORK/runs/$tag" 2>&1
     fi
     progress "$tag: $(cat "$WORK/runs/$tag")"
     "$BINDIR/psql" -X -q -h "$SOCK" -p "$PORT" -d bench -c CHECKPOINT >/dev/null 2>&1
@@ -204,6 +211,12 @@ field() {
     local name="$1"
     shift
     cat "$@" | tr ' ' '\n' | awk -F= -v k="$name" '$1 == k { s += $2; n++ } END { if (n) printf "%.2f", s / n; else print "-" }'
+}
+
+# cpu_sum FILE...: the mean over the runs of client + gateway + store CPU per pair.
+cpu_sum() {
+    awk -v c="$(field client_cpu_us "$@")" -v g="$(field gateway_cpu_us "$@")" -v s="$(field store_cpu_us "$@")" \
+        'BEGIN { if (c == "-" || g == "-" || s == "-") print "-"; else printf "%.0f", c + g + s }'
 }
 
 errors() {
@@ -242,12 +255,21 @@ main_user() {
     echo "claims-grpc against SQL: BeginUpdate + CommitUpdate pairs (durable store, fsync and"
     echo "synchronous_commit on; ${SECS}s runs, $ROUNDS alternating round(s) each; pool $POOL)"
     echo
-    printf '%-8s %-6s %10s %9s %9s\n' threads client pairs/s "p50 ms" "p99 ms"
+    echo "CPU us/pair: CPU time (user + system) per pair of the client (grpc_pairs), of"
+    echo "claims-grpc and of the store's backends, and their sum (2 cores: at most"
+    echo "2000000 / sum pairs/s if nothing else ran)"
+    echo
+    printf '%-8s %-6s %10s %9s %9s %8s %8s %8s %8s\n' threads client pairs/s "p50 ms" "p99 ms" \
+        "cpu:cli" "gateway" "store" "sum"
     for t in $THREADS; do
         for mode in grpc sql; do
-            printf '%-8s %-6s %10s %9s %9s\n' "$t" "$mode" \
+            printf '%-8s %-6s %10s %9s %9s %8s %8s %8s %8s\n' "$t" "$mode" \
                 "$(field pairs_per_s "$WORK/runs/${mode}_t${t}"_r*)" \
-                "$(field p50_ms "$WORK/runs/${mode}_t${t}"_r*)" "$(field p99_ms "$WORK/runs/${mode}_t${t}"_r*)"
+                "$(field p50_ms "$WORK/runs/${mode}_t${t}"_r*)" "$(field p99_ms "$WORK/runs/${mode}_t${t}"_r*)" \
+                "$(field client_cpu_us "$WORK/runs/${mode}_t${t}"_r*)" \
+                "$(field gateway_cpu_us "$WORK/runs/${mode}_t${t}"_r*)" \
+                "$(field store_cpu_us "$WORK/runs/${mode}_t${t}"_r*)" \
+                "$(cpu_sum "$WORK/runs/${mode}_t${t}"_r*)"
         done
         g="$(field pairs_per_s "$WORK"/runs/grpc_t"${t}"_r*)"
         s="$(field pairs_per_s "$WORK"/runs/sql_t"${t}"_r*)"

@@ -7,6 +7,7 @@
 //   grpc_pairs --mode sql --conninfo 'host=... user=cell_one dbname=...'
 //   common: --threads N --seconds S [--warmup S] [--rate PAIRS_PER_S]
 //           [--cell ID] [--prefix P] [--deadline-ms MS]
+//           [--gateway-pid PID] [--store-pid POSTMASTER_PID]
 //
 // Each thread has its own connection (a channel with a subchannel of its
 // own, or a PGconn) and creates one fresh username per pair. Without
@@ -15,7 +16,12 @@
 // pair's latency runs from its scheduled start, so a late pair counts its
 // wait (such pairs may run past --seconds; pairs_per_s is over the whole
 // time taken). Prints one line:
-//   pairs=N seconds=S pairs_per_s=X p50_ms=X p99_ms=X errors=N [first_error=...]
+//   pairs=N seconds=S pairs_per_s=X p50_ms=X p99_ms=X client_cpu_us=X
+//   [gateway_cpu_us=X] [store_cpu_us=X] errors=N [first_error=...]
+// The *_cpu_us figures are CPU time (user + system) per measured pair over
+// the measured part: this program's own (all its threads), the process
+// --gateway-pid, and the store's backends (the children of --store-pid,
+// alive or ended: an ended child's time is in the postmaster's cutime).
 #include <grpcpp/grpcpp.h>
 #include <libpq-fe.h>
 
@@ -33,6 +39,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "proto/claims/v1/service.grpc.pb.h"
 
 namespace cv1 = gitlab::cells::topology_service::claims::v1;
@@ -44,6 +53,7 @@ struct Options {
   double seconds = 10, warmup = 1, rate = 0;
   long cell = 1;
   int deadline_ms = 5000;
+  long gateway_pid = 0, store_pid = 0;
 };
 
 // One client connection doing pairs.
@@ -173,13 +183,13 @@ struct Shared {
   std::string first_error;
 };
 
+// The worker's connection is kept (in *p) until the CPU times are read.
 static void Worker(const Options& o, int tid, Clock::time_point start, Clock::time_point end,
-                   Shared* out) {
-  std::unique_ptr<Pairer> p;
+                   Shared* out, std::unique_ptr<Pairer>* p) {
   if (o.mode == "grpc")
-    p.reset(new GrpcPairer(o));
+    p->reset(new GrpcPairer(o));
   else
-    p.reset(new SqlPairer(o));
+    p->reset(new SqlPairer(o));
   std::vector<double> lat;
   long errors = 0, n = 0;
   std::string first;
@@ -187,7 +197,7 @@ static void Worker(const Options& o, int tid, Clock::time_point start, Clock::ti
   // Warm-up: connections made, plans cached; not measured.
   while (Clock::now() < start) {
     n++;
-    p->Pair(o.prefix + "-w" + std::to_string(tid) + "-" + std::to_string(n), n, &err);
+    (*p)->Pair(o.prefix + "-w" + std::to_string(tid) + "-" + std::to_string(n), n, &err);
   }
   auto interval = std::chrono::duration<double>(o.rate > 0 ? o.threads / o.rate : 0);
   auto next = start + std::chrono::duration_cast<Clock::duration>(interval * tid / o.threads);
@@ -203,7 +213,7 @@ static void Worker(const Options& o, int tid, Clock::time_point start, Clock::ti
       if (t0 >= end) break;
     }
     n++;
-    bool ok = p->Pair(o.prefix + "-" + std::to_string(tid) + "-" + std::to_string(n), n, &err);
+    bool ok = (*p)->Pair(o.prefix + "-" + std::to_string(tid) + "-" + std::to_string(n), n, &err);
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (ok) {
       lat.push_back(ms);
@@ -215,6 +225,43 @@ static void Worker(const Options& o, int tid, Clock::time_point start, Clock::ti
   out->lat_ms.insert(out->lat_ms.end(), lat.begin(), lat.end());
   out->errors += errors;
   if (out->first_error.empty()) out->first_error = first;
+}
+
+// User + system seconds of this process (all threads).
+static double SelfCpu() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Clock ticks of /proc/PID/stat: utime + stime, plus cutime + cstime (its
+// waited-for children) when children is set; 0 when it cannot be read.
+static double ProcTicks(long pid, bool children) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return 0;
+  size_t paren = line.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream in(line.substr(paren + 2));
+  std::vector<std::string> v;
+  std::string w;
+  while (in >> w) v.push_back(w);
+  // fields from 3 (state): utime is field 14, i.e. v[11]
+  if (v.size() < 15) return 0;
+  double t = atof(v[11].c_str()) + atof(v[12].c_str());
+  if (children) t += atof(v[13].c_str()) + atof(v[14].c_str());
+  return t;
+}
+
+// CPU seconds of the store: the postmaster's ended children and its living
+// ones (the backends).
+static double StoreCpu(long postmaster) {
+  double t = ProcTicks(postmaster, true) - ProcTicks(postmaster, false);
+  std::ifstream f("/proc/" + std::to_string(postmaster) + "/task/" + std::to_string(postmaster) +
+                  "/children");
+  long child;
+  while (f >> child) t += ProcTicks(child, false);
+  return t / sysconf(_SC_CLK_TCK);
 }
 
 static double Percentile(std::vector<double>& v, double q) {
@@ -241,6 +288,8 @@ int main(int argc, char** argv) {
     else if (k == "--rate") o.rate = atof(v.c_str());
     else if (k == "--cell") o.cell = atol(v.c_str());
     else if (k == "--deadline-ms") o.deadline_ms = atoi(v.c_str());
+    else if (k == "--gateway-pid") o.gateway_pid = atol(v.c_str());
+    else if (k == "--store-pid") o.store_pid = atol(v.c_str());
     else {
       fprintf(stderr, "grpc_pairs: unknown option %s\n", k.c_str());
       return 2;
@@ -255,15 +304,28 @@ int main(int argc, char** argv) {
                                   std::chrono::duration<double>(o.warmup));
   auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
   std::vector<std::thread> threads;
-  for (int t = 0; t < o.threads; t++) threads.emplace_back(Worker, std::cref(o), t, start, end, &out);
+  std::vector<std::unique_ptr<Pairer>> pairers(o.threads);
+  for (int t = 0; t < o.threads; t++)
+    threads.emplace_back(Worker, std::cref(o), t, start, end, &out, &pairers[t]);
+  std::this_thread::sleep_until(start);
+  double cpu0 = SelfCpu();
+  double gw0 = o.gateway_pid ? ProcTicks(o.gateway_pid, false) / sysconf(_SC_CLK_TCK) : 0;
+  double st0 = o.store_pid ? StoreCpu(o.store_pid) : 0;
   for (auto& t : threads) t.join();
+  double cpu = SelfCpu() - cpu0;
+  double gw = o.gateway_pid ? ProcTicks(o.gateway_pid, false) / sysconf(_SC_CLK_TCK) - gw0 : 0;
+  double st = o.store_pid ? StoreCpu(o.store_pid) - st0 : 0;
   // Wall time of the measured part: with --rate, pairs that fell behind
   // their schedule run past the end and are counted at the rate achieved.
   double secs = std::chrono::duration<double>(std::max(Clock::now(), end) - start).count();
   size_t n = out.lat_ms.size();
   double p50 = Percentile(out.lat_ms, 0.50), p99 = Percentile(out.lat_ms, 0.99);
-  printf("pairs=%zu seconds=%.2f pairs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f errors=%ld", n, secs, n / secs,
-         p50, p99, out.errors);
+  double per = n ? 1e6 / n : 0;
+  printf("pairs=%zu seconds=%.2f pairs_per_s=%.1f p50_ms=%.3f p99_ms=%.3f client_cpu_us=%.0f", n, secs,
+         n / secs, p50, p99, cpu * per);
+  if (o.gateway_pid) printf(" gateway_cpu_us=%.0f", gw * per);
+  if (o.store_pid) printf(" store_cpu_us=%.0f", st * per);
+  printf(" errors=%ld", out.errors);
   if (!out.first_error.empty()) {
     std::string e = out.first_error;
     std::replace(e.begin(), e.end(), '\n', ' ');

@@ -18,7 +18,14 @@ bool Conn::Ensure(std::string* err) {
   return true;
 }
 
+std::string Conn::StatementFor(const std::string& key) const {
+  auto it = stmts_.find(key);
+  return it == stmts_.end() ? "" : it->second;
+}
+
 void Conn::Drop() {
+  stmts_.clear();
+  next_stmt_ = 0;
   if (cancel_) PQfreeCancel(cancel_);
   if (pg_) PQfinish(pg_);
   cancel_ = nullptr;

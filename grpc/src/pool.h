@@ -2,7 +2,8 @@
 // calls from one queue. A connection that is not idle after a call (error,
 // lost, cancelled) is dropped and opened again for the next call; with a
 // multi-host conninfo and target_session_attrs=read-write that reopening
-// follows a failover.
+// follows a failover. A connection keeps the statements prepared on it; a
+// new one prepares them again.
 #pragma once
 
 #include <libpq-fe.h>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace claims_grpc {
@@ -26,9 +28,16 @@ class Conn {
   void Drop();
   PGconn* pg() { return pg_; }
   PGcancel* cancel() { return cancel_; }
+  // The name of this connection's prepared statement for key, or "" when
+  // it is not prepared yet; Prepared() records one (a new connection has none).
+  std::string StatementFor(const std::string& key) const;
+  void Prepared(const std::string& key, const std::string& name) { stmts_[key] = name; }
+  std::string NextStatementName() { return "claims_grpc_" + std::to_string(next_stmt_++); }
 
  private:
   std::string conninfo_;
+  std::unordered_map<std::string, std::string> stmts_;
+  int next_stmt_ = 0;
   PGconn* pg_ = nullptr;
   PGcancel* cancel_ = nullptr;
 };

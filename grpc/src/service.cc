@@ -24,9 +24,9 @@ static const char* kCodeNames[] = {
     "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
     "UNAUTHENTICATED"};
 
-static const pb::MethodDescriptor* MethodNamed(const std::string& name) {
-  return pb::DescriptorPool::generated_pool()->FindMethodByName(
-      std::string(v1::ClaimService::service_full_name()) + "." + name);
+static const pb::ServiceDescriptor* ServiceDescriptor() {
+  return pb::DescriptorPool::generated_pool()->FindServiceByName(
+      v1::ClaimService::service_full_name());
 }
 
 // Roll back a lease whose caller can never learn its uuid (a fresh call state:
@@ -83,8 +83,8 @@ class CallReactor : public grpc::ServerUnaryReactor {
     if (role_.empty())
       return Done(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                "certificate CN \"" + cn_ + "\" is not in the identity map"));
-    rule_ = RuleOf(MethodNamed(method_));
-    if (rule_.Predicate() == "false")
+    rule_ = &svc_->RuleFor(method_);
+    if (rule_->predicate == "false")
       return Done(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                std::string(method_) + " has no access rule"));
     pb::util::JsonPrintOptions po;
@@ -169,7 +169,7 @@ class CallReactor : public grpc::ServerUnaryReactor {
       return Done(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                "deadline passed while queued"));
     SqlOutcome out = RunCall(conn, st_.get(), role_, TimeoutMs(), svc_->cfg().schema, fn_,
-                             json_, rule_.Predicate());
+                             json_, rule_->predicate);
     if (out.skipped) return Done(grpc::Status(grpc::StatusCode::CANCELLED, "caller gone"));
     if (!out.ok) {
       if (out.conn_lost || out.sqlstate == "25006") svc_->health()->Poke();
@@ -183,7 +183,7 @@ class CallReactor : public grpc::ServerUnaryReactor {
     if (!out.allowed)
       return Done(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                "role \"" + role_ + "\" may not call " + method_ + " (" +
-                                   rule_.text + ")"));
+                                   rule_->rule.text + ")"));
     if (out.null)
       return Done(grpc::Status(grpc::StatusCode::NOT_FOUND, "the value is not claimed"));
     pb::util::JsonParseOptions jo;
@@ -227,7 +227,7 @@ class CallReactor : public grpc::ServerUnaryReactor {
   Clock::time_point deadline_;
   bool has_deadline_ = false;
   Clock::duration deliver_margin_{0};
-  AccessRule rule_;
+  const ClaimServiceImpl::MethodRule* rule_ = nullptr;
   std::string cn_, role_, json_, sqlstate_, message_, cell_id_, lease_;
   std::string chosen_lease_, chosen_cell_;  // BeginUpdate: the uuid the gateway chose
   int code_ = 0;
@@ -235,11 +235,23 @@ class CallReactor : public grpc::ServerUnaryReactor {
 
 ClaimServiceImpl::ClaimServiceImpl(const Config& cfg, IdentityMap* ids, Pool* pool,
                                    Health* health, Level call_level)
-    : cfg_(cfg), ids_(ids), pool_(pool), health_(health), call_level_(call_level) {}
+    : cfg_(cfg), ids_(ids), pool_(pool), health_(health), call_level_(call_level) {
+  const pb::ServiceDescriptor* svc = ServiceDescriptor();
+  for (int i = 0; i < svc->method_count(); i++) {
+    AccessRule r = RuleOf(svc->method(i));
+    std::string predicate = r.Predicate();
+    rules_[svc->method(i)->name()] = MethodRule{r, predicate};
+  }
+}
+
+const ClaimServiceImpl::MethodRule& ClaimServiceImpl::RuleFor(const char* method) const {
+  static const MethodRule none{AccessRule(), "false"};
+  auto it = rules_.find(method);
+  return it == rules_.end() ? none : it->second;
+}
 
 bool ClaimServiceImpl::CheckRules(std::string* err) const {
-  const pb::ServiceDescriptor* svc =
-      pb::DescriptorPool::generated_pool()->FindServiceByName(v1::ClaimService::service_full_name());
+  const pb::ServiceDescriptor* svc = ServiceDescriptor();
   for (int i = 0; i < svc->method_count(); i++) {
     const pb::MethodDescriptor* m = svc->method(i);
     AccessRule r = RuleOf(m);

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 
+#include "access.h"
 #include "config.h"
 #include "health.h"
 #include "identity_map.h"
@@ -53,6 +55,12 @@ class ClaimServiceImpl final : public v1::ClaimService::CallbackService {
   Pool* pool() { return pool_; }
   Health* health() { return health_; }
   Level call_level() const { return call_level_; }
+  // A method's access rule and its predicate, read from its descriptor once.
+  struct MethodRule {
+    AccessRule rule;
+    std::string predicate;
+  };
+  const MethodRule& RuleFor(const char* method) const;
 
  private:
   grpc::ServerUnaryReactor* Start(grpc::CallbackServerContext* ctx, const char* method,
@@ -63,6 +71,7 @@ class ClaimServiceImpl final : public v1::ClaimService::CallbackService {
   Pool* pool_;
   Health* health_;
   Level call_level_;
+  std::map<std::string, MethodRule> rules_;
 };
 
 }  // namespace claims_grpc

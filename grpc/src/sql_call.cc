@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <map>
+#include <vector>
 
 namespace claims_grpc {
 
@@ -40,6 +41,99 @@ static std::string Field(const PGresult* r, int code) {
   return v ? v : "";
 }
 
+// The setup of every call: the caller's role, its time limit and the output
+// format, each local to the call's transaction (as SET LOCAL would).
+static const char kSetupSql[] =
+    "SELECT pg_catalog.set_config('role', $1, true), "
+    "pg_catalog.set_config('statement_timeout', $2, true), "
+    "pg_catalog.set_config('claims.json_output', 'proto3', true)";
+
+// Queue a Parse of sql under the name key has on conn, or a new one; the
+// name, and in *parse whether a Parse was queued.
+static std::string QueueStatement(Conn& conn, const std::string& key, const std::string& sql,
+                                  int nparams, bool* parse) {
+  std::string name = conn.StatementFor(key);
+  *parse = name.empty();
+  if (!*parse) return name;
+  name = conn.NextStatementName();
+  if (PQsendPrepare(conn.pg(), name.c_str(), sql.c_str(), nparams, nullptr) != 1) return "";
+  return name;
+}
+
+// Record a failed result as the call's error, unless there is one already.
+static void NoteError(SqlOutcome* out, const PGresult* r, bool in_setup) {
+  if (!out->sqlstate.empty() || !out->message.empty()) return;
+  out->ok = false;
+  out->sqlstate = Field(r, PG_DIAG_SQLSTATE);
+  out->message = Field(r, PG_DIAG_MESSAGE_PRIMARY);
+  out->detail = Field(r, PG_DIAG_MESSAGE_DETAIL);
+  if (out->message.empty()) out->message = PQresultErrorMessage(r);
+  out->setup_failed = in_setup;
+}
+
+// The queued steps of one call, in the order their results come back.
+enum class Step { kParseSetup, kSetup, kParseCall, kCall };
+
+// Queue the call's steps in one pipeline ending in a Sync: they run as one
+// implicit transaction, committed at the Sync, rolled back on any error.
+static bool QueueCall(Conn& conn, const std::string& role, int timeout_ms,
+                      const std::string& call_key, const std::string& call_sql,
+                      const std::string& json, std::vector<Step>* steps,
+                      std::string* setup_name, std::string* call_name) {
+  PGconn* pg = conn.pg();
+  bool parse;
+  if (PQenterPipelineMode(pg) != 1) return false;
+  *setup_name = QueueStatement(conn, "\x01setup", kSetupSql, 2, &parse);
+  if (setup_name->empty()) return false;
+  if (parse) steps->push_back(Step::kParseSetup);
+  std::string timeout = std::to_string(timeout_ms);
+  const char* sp[2] = {role.c_str(), timeout.c_str()};
+  if (PQsendQueryPrepared(pg, setup_name->c_str(), 2, sp, nullptr, nullptr, 0) != 1) return false;
+  steps->push_back(Step::kSetup);
+  // Parsed after the setup, so as the caller's role, as before.
+  *call_name = QueueStatement(conn, call_key, call_sql, 1, &parse);
+  if (call_name->empty()) return false;
+  if (parse) steps->push_back(Step::kParseCall);
+  const char* cp[1] = {json.c_str()};
+  if (PQsendQueryPrepared(pg, call_name->c_str(), 1, cp, nullptr, nullptr, 0) != 1) return false;
+  steps->push_back(Step::kCall);
+  return PQpipelineSync(pg) == 1;
+}
+
+// Read the results of the queued steps and the Sync into *out.
+static void ReadCall(Conn& conn, const std::vector<Step>& steps, const std::string& setup_name,
+                     const std::string& call_key, const std::string& call_name,
+                     SqlOutcome* out) {
+  PGconn* pg = conn.pg();
+  std::vector<std::string> parsed;
+  for (Step step : steps) {
+    while (PGresult* r = PQgetResult(pg)) {
+      ExecStatusType s = PQresultStatus(r);
+      if (s == PGRES_COMMAND_OK && step == Step::kParseSetup) {
+        conn.Prepared("\x01setup", setup_name);
+      } else if (s == PGRES_COMMAND_OK && step == Step::kParseCall) {
+        conn.Prepared(call_key, call_name);
+      } else if (s == PGRES_TUPLES_OK && step == Step::kSetup) {
+        // the settings are made
+      } else if (s == PGRES_TUPLES_OK && step == Step::kCall && PQntuples(r) == 1) {
+        out->ok = true;
+        out->allowed = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        out->null = PQgetisnull(r, 0, 1);
+        if (!out->null) out->value = PQgetvalue(r, 0, 1);
+      } else if (s != PGRES_PIPELINE_ABORTED) {
+        NoteError(out, r, step == Step::kParseSetup || step == Step::kSetup);
+      }
+      PQclear(r);
+    }
+    if (PQstatus(pg) != CONNECTION_OK) return;
+  }
+  // The Sync's own result; then the connection is idle again.
+  if (PGresult* r = PQgetResult(pg)) {
+    if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) NoteError(out, r, false);
+    PQclear(r);
+  }
+}
+
 SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeout_ms,
                    const std::string& schema, const std::string& fn, const std::string& json,
                    const std::string& predicate) {
@@ -51,11 +145,9 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
     return out;
   }
   PGconn* pg = conn.pg();
-  std::string call = Quoted(pg, schema, true) + "." + fn + "(" + Quoted(pg, json, false) +
-                     "::pg_catalog.jsonb)";
-  std::string sql = "SET LOCAL ROLE " + Quoted(pg, role, true) +
-                    "; SET LOCAL statement_timeout = " + std::to_string(timeout_ms) +
-                    "; SET LOCAL claims.json_output = 'proto3'; SELECT ";
+  std::string call_key = fn + "\x01" + predicate;
+  std::string call = Quoted(pg, schema, true) + "." + fn + "($1::pg_catalog.jsonb)";
+  std::string sql = "SELECT ";
   if (predicate.empty())
     sql += "true, " + call;
   else
@@ -68,29 +160,12 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
     }
     st->running = conn.cancel();
   }
-  int sets_done = 0;
-  bool sent = PQsendQuery(pg, sql.c_str()) == 1;
-  if (sent) {
-    while (PGresult* r = PQgetResult(pg)) {
-      ExecStatusType s = PQresultStatus(r);
-      if (s == PGRES_COMMAND_OK) {
-        sets_done++;
-      } else if (s == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-        out.ok = true;
-        out.allowed = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-        out.null = PQgetisnull(r, 0, 1);
-        if (!out.null) out.value = PQgetvalue(r, 0, 1);
-      } else if (out.sqlstate.empty() && out.message.empty()) {
-        out.ok = false;
-        out.sqlstate = Field(r, PG_DIAG_SQLSTATE);
-        out.message = Field(r, PG_DIAG_MESSAGE_PRIMARY);
-        out.detail = Field(r, PG_DIAG_MESSAGE_DETAIL);
-        if (out.message.empty()) out.message = PQresultErrorMessage(r);
-        out.setup_failed = sets_done == 0;
-      }
-      PQclear(r);
-    }
-  }
+  std::vector<Step> steps;
+  std::string setup_name, call_name;
+  bool sent = QueueCall(conn, role, timeout_ms, call_key, sql, json, &steps, &setup_name,
+                        &call_name);
+  if (sent) ReadCall(conn, steps, setup_name, call_key, call_name, &out);
+  if (sent && PQstatus(pg) == CONNECTION_OK) sent = PQexitPipelineMode(pg) == 1;
   bool cancel_sent;
   {
     std::lock_guard<std::mutex> lock(st->mu);
@@ -104,10 +179,12 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
     while (!out.message.empty() && out.message.back() == '\n') out.message.pop_back();
   }
   // A cancel request may land on a later query of this connection: drop it,
-  // as any connection not idle after the call.
+  // as any connection not idle after the call, and one whose cached plan
+  // the store refused (its statements are prepared again on a new one).
   if (cancel_sent || !out.ok || PQtransactionStatus(pg) != PQTRANS_IDLE) {
     if (cancel_sent || out.conn_lost || PQtransactionStatus(pg) != PQTRANS_IDLE ||
-        out.sqlstate == "25006" || out.sqlstate.rfind("57P", 0) == 0)
+        out.sqlstate == "25006" || out.sqlstate.rfind("57P", 0) == 0 ||
+        out.sqlstate == "0A000")
       conn.Drop();
   }
   return out;
