@@ -66,19 +66,35 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@.verify_list_store_pages(name, bigint, jsonb, bytea, bytea) FROM PUBLIC;
 
 -- One batch's comparison of verify_slice(): the entries the rows should
--- hold (expected) against the store's records in the two listings (stored,
+-- hold (the first eight arrays, element by element) against the store's records in the two listings (stored,
 -- stored2: pages of verify_list_store_pages). Each entry or record is
 -- recent (skipped), a duplicate, moved, missing, extra, drifted or ok, as
 -- the SQL comparison of 1.4 classified it; fixes lists the missing, extra
 -- and drifted ones in (bucket type, value) order.
-CREATE FUNCTION @extschema@.verify_compare(expected jsonb, stored text[], stored2 text[],
+CREATE FUNCTION @extschema@.verify_compare(sids text[], pks text[], bucket_types text[], "values" text[],
+                                           subject_types text[], subject_ids bigint[], source_types text[],
+                                           cols text[], stored text[], stored2 text[],
                                            recent_sids text[], moved text[], cutoff timestamptz,
                                            OUT n_duplicate bigint, OUT n_fixes bigint,
                                            OUT n_recent bigint, OUT duplicates text, OUT fixes jsonb)
 RETURNS record
 AS 'MODULE_PATHNAME', 'claims_cell_verify_compare'
 LANGUAGE C VOLATILE;
-REVOKE ALL ON FUNCTION @extschema@.verify_compare(jsonb, text[], text[], text[], text[], timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.verify_compare(text[], text[], text[], text[], text[], bigint[], text[], text[],
+                                                  text[], text[], text[], text[], timestamptz) FROM PUBLIC;
+
+-- The fixes of one batch still due after the rows of the differences were
+-- read again (the parallel arrays, as verify_compare() takes them, and the
+-- recent source ids of that read): an extra fix stays; any other stays
+-- only when a row read again, not recent, still holds its source id, value
+-- and subject. skipped counts the others; the order is kept.
+CREATE FUNCTION @extschema@.verify_keep_fixes(fixes jsonb, sids text[], bucket_types text[],
+                                              "values" text[], subject_ids bigint[], recent_sids text[],
+                                              OUT fixes jsonb, OUT skipped integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'claims_cell_verify_keep_fixes'
+LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION @extschema@.verify_keep_fixes(jsonb, text[], text[], text[], bigint[], text[]) FROM PUBLIC;
 
 -- verify(): one batch's comparison is verify_compare() over the text of
 -- the store's listing (the SQL full joins over jsonb took half its time).
@@ -105,6 +121,15 @@ DECLARE
     recent_expr text;
     cols text;
     entries_sql text;
+    entry_arrays_sql text;
+    e_sid text[];
+    e_pk text[];
+    e_bucket text[];
+    e_value text[];
+    e_subject_type text[];
+    e_subject_id bigint[];
+    e_source_type text[];
+    e_col text[];
     lateral_vals text := '';
     rows_sql text;
     key_expr text;
@@ -114,7 +139,6 @@ DECLARE
     nrows integer;
     maxsid bytea;
     recent_sids text[];
-    expected jsonb;
     stored text[];
     stored2 text[];
     pass integer;
@@ -127,6 +151,7 @@ DECLARE
     fresh_max bytea;
     fresh_recent text[];
     chunk_limit integer;
+    kept record;
 BEGIN
     missing := 0; extra := 0; drifted := 0; repaired := 0; skipped_recent := 0; done := false;
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
@@ -244,6 +269,19 @@ BEGIN
         '                           THEN x.v::pg_catalog.numeric BETWEEN -9223372036854775808 AND 9223372036854775807'
         '                           ELSE false END)'
         '     AND x.sj IS NOT NULL AND x.sj <> 0)';
+    -- the same entries as parallel arrays, for verify_compare()
+    entry_arrays_sql := 'SELECT (SELECT pg_catalog.count(*) FROM b)::integer, (SELECT b.sid FROM b ORDER BY b.sid DESC LIMIT 1),'
+        ' (SELECT pg_catalog.array_agg(pg_catalog.encode(b.sid, ''hex'')) FROM b WHERE b.recent), e.*'
+        '  FROM (SELECT pg_catalog.array_agg(pg_catalog.encode(b.sid, ''hex'')), pg_catalog.array_agg(b.pk),'
+        '               pg_catalog.array_agg(x.bt), pg_catalog.array_agg(x.v), pg_catalog.array_agg(x.st),'
+        '               pg_catalog.array_agg(x.sj), pg_catalog.array_agg(x.srt), pg_catalog.array_agg(x.col::pg_catalog.text)'
+        '    FROM b CROSS JOIN LATERAL (VALUES ' || lateral_vals || ') AS x(v, sj, bt, st, srt, col, iv)'
+        '   WHERE x.v IS NOT NULL AND pg_catalog.btrim(x.v, E'' \t\n\r\f\v'') <> '''''
+        '     AND pg_catalog.char_length(x.v) <= 1024 AND pg_catalog.octet_length(b.sid) <= 128'
+        '     AND (NOT x.iv OR CASE WHEN x.v ~ ''^(0|-?[1-9][0-9]{0,18})$'''
+        '                           THEN x.v::pg_catalog.numeric BETWEEN -9223372036854775808 AND 9223372036854775807'
+        '                           ELSE false END)'
+        '     AND x.sj IS NOT NULL AND x.sj <> 0) e';
 
     LOOP
         -- the next 1000 source ids after lo, in the store's order: hi, the
@@ -281,8 +319,9 @@ BEGIN
         -- the rows of the range, read after the store's records
         EXECUTE 'WITH b AS (' ||
                     pg_catalog.format('SELECT %s FROM %s t WHERE %s', cols, tab,
-                                      @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)) || ') ' || entries_sql
-           INTO fresh_n, fresh_max, recent_sids, expected;
+                                      @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)) || ') ' || entry_arrays_sql
+           INTO fresh_n, fresh_max, recent_sids, e_sid, e_pk, e_bucket, e_value, e_subject_type,
+                e_subject_id, e_source_type, e_col;
 
         -- compare: one row per value on either side. A difference stands
         -- only if a second listing, taken after the rows were read, shows
@@ -291,7 +330,8 @@ BEGIN
         -- one of the two listings as leased or as a changed record
         stored2 := stored;
         FOR pass IN 1 .. 2 LOOP
-            cls := @extschema@.verify_compare(expected, stored, stored2, recent_sids, moved, cutoff);
+            cls := @extschema@.verify_compare(e_sid, e_pk, e_bucket, e_value, e_subject_type, e_subject_id,
+                                              e_source_type, e_col, stored, stored2, recent_sids, moved, cutoff);
             EXIT WHEN pass = 2 OR cls.n_fixes + cls.n_duplicate = 0;
             stored2 := @extschema@.verify_list_store_pages(cfg.server_name, cfg.cell_id, attrs, lo, hi);
             -- the same listing again: the second comparison would repeat the first
@@ -345,23 +385,14 @@ BEGIN
             EXECUTE 'WITH b AS (' ||
                 pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[])%s',
                                   cols, tab, keycol.attname, keycol.typname,
-                                  CASE WHEN repair THEN ' FOR SHARE OF t' ELSE '' END) || ') ' || entries_sql
-               INTO fresh_n, fresh_max, fresh_recent, fresh
+                                  CASE WHEN repair THEN ' FOR SHARE OF t' ELSE '' END) || ') ' || entry_arrays_sql
+               INTO fresh_n, fresh_max, fresh_recent, e_sid, e_pk, e_bucket, e_value, e_subject_type,
+                    e_subject_id, e_source_type, e_col
               USING (SELECT pg_catalog.array_agg(f->>'pk') FROM pg_catalog.jsonb_array_elements(fixes) f
                       WHERE f->>'kind' <> 'extra');
-            WITH n AS (
-                SELECT DISTINCT x->>'sid' AS sid, x->>'bucket_type' AS bucket_type,
-                       x->>'value' AS value, x->>'subject_id' AS subject_id
-                  FROM pg_catalog.jsonb_array_elements(fresh) x
-                 WHERE NOT (x->>'sid' = ANY (COALESCE(fresh_recent, '{}'))))
-            SELECT COALESCE(pg_catalog.jsonb_agg(f.x ORDER BY f.i) FILTER (WHERE f.x->>'kind' = 'extra' OR n.sid IS NOT NULL), '[]'),
-                   pg_catalog.count(*) FILTER (WHERE f.x->>'kind' <> 'extra' AND n.sid IS NULL)
-              INTO fixes, nrows
-              FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS f(x, i)
-              LEFT JOIN n ON f.x->>'kind' <> 'extra' AND n.sid = f.x->>'sid'
-                         AND n.bucket_type = f.x->>'bucket_type' AND n.value = f.x->>'value'
-                         AND n.subject_id = f.x->>'subject_id';
-            skipped_recent := skipped_recent + nrows;
+            kept := @extschema@.verify_keep_fixes(fixes, e_sid, e_bucket, e_value, e_subject_id, fresh_recent);
+            fixes := kept.fixes;
+            skipped_recent := skipped_recent + kept.skipped;
         END IF;
         SELECT missing + cls.n_duplicate + pg_catalog.count(*) FILTER (WHERE f->>'kind' = 'missing'),
                extra + pg_catalog.count(*) FILTER (WHERE f->>'kind' = 'extra'),
@@ -383,3 +414,83 @@ BEGIN
 END
 $$;
 
+-- verify_repair(): a batch's fixes that fit one lease go to it as they
+-- are, without being grouped into chunks again.
+/*
+ * Repair what verify_slice() found, in leases of at most chunk_limit
+ * records: a missing value is created, an extra one destroyed, a drifted
+ * one replaced (the same value in both lists: the store keeps it claimed
+ * by this cell throughout, never destroyed and created). A lease the
+ * store refuses is retried one value at a time; a value it refuses alone
+ * is reported and left. Returns the number of values repaired.
+ */
+CREATE OR REPLACE FUNCTION @extschema@.verify_repair(server name, cell_id bigint, "table" regclass,
+                                          fixes jsonb, chunk_limit integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k integer;
+    size integer := 0;
+    g integer := 0;
+    grp integer[] := '{}';
+    chunks jsonb[];
+    items jsonb;
+    n integer;
+    one jsonb;
+    res record;
+    fixed bigint := 0;
+BEGIN
+    -- chunks in order, a replace (2 records) never split
+    FOR k IN SELECT CASE WHEN x->>'kind' = 'drifted' THEN 2 ELSE 1 END
+               FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS e(x, i) ORDER BY i
+    LOOP
+        IF size + k > chunk_limit THEN
+            g := g + 1;
+            size := 0;
+        END IF;
+        size := size + k;
+        grp := grp || g;
+    END LOOP;
+    IF pg_catalog.jsonb_array_length(fixes) = 0 THEN
+        RETURN 0;
+    ELSIF g = 0 THEN
+        -- one lease takes them all (a backfill's batch): no regrouping
+        chunks := ARRAY[fixes];
+    ELSE
+        SELECT pg_catalog.array_agg(c.items ORDER BY c.g) INTO chunks
+          FROM (SELECT grp[e.i::integer] AS g, pg_catalog.jsonb_agg(e.x ORDER BY e.i) AS items
+                  FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS e(x, i)
+                 GROUP BY 1) c;
+    END IF;
+    FOREACH items IN ARRAY chunks
+    LOOP
+        n := pg_catalog.jsonb_array_length(items);
+        res := @extschema@.verify_repair_lease(server, cell_id, items);
+        IF res.sqlstate = '00000' THEN
+            fixed := fixed + n;
+            CONTINUE;
+        END IF;
+        IF res.sqlstate NOT IN ('23505', '55P03', 'P0002', '42501', '22023', '22001', '22P02') THEN
+            RAISE EXCEPTION 'the claims store refused the repairs of table %: %', "table", res.message
+                USING ERRCODE = res.sqlstate;
+        END IF;
+        -- one value per lease: the others go through
+        FOR one IN SELECT x FROM pg_catalog.jsonb_array_elements(items) x LOOP
+            IF n > 1 THEN
+                res := @extschema@.verify_repair_lease(server, cell_id, pg_catalog.jsonb_build_array(one));
+            END IF;
+            IF res.sqlstate = '00000' THEN
+                fixed := fixed + 1;
+            ELSE
+                RAISE WARNING 'claims_cell: could not repair the % value %=% of table %: %',
+                    one->>'kind', one->>'bucket_type', one->>'value', "table", res.message
+                    USING DETAIL = pg_catalog.format('SQLSTATE %s; row %s.', res.sqlstate,
+                                                     COALESCE(one->>'pk', '(none)'));
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN fixed;
+END
+$$;

@@ -2,7 +2,7 @@
  *
  * compare.c
  *	  verify()'s comparison of one batch: the entries the rows of a source
- *	  id range should hold at the store (jsonb, built by verify_slice())
+ *	  id range should hold at the store (arrays read by verify_slice())
  *	  against the store's records of the range, read from the text of the
  *	  listing pages (no jsonb is built of them). Both sides are sorted by
  *	  (bucket type, value) and merged in one pass; each entry or record
@@ -27,6 +27,7 @@
 
 PG_FUNCTION_INFO_V1(claims_cell_store_list_records_text);
 PG_FUNCTION_INFO_V1(claims_cell_verify_compare);
+PG_FUNCTION_INFO_V1(claims_cell_verify_keep_fixes);
 
 /* JSON semantic actions return an error code from PostgreSQL 16 on. */
 #if PG_VERSION_NUM >= 160000
@@ -369,67 +370,74 @@ verify_pages_equal(ArrayType *a, ArrayType *b)
 	return true;
 }
 
-/* A string member of a jsonb object, or NULL (absent or JSON null). */
-static char *
-verify_jsonb_string(JsonbContainer *obj, const char *key, JsonbValue *buf)
+/* The C strings of a text[] (NULL: none) of n elements, NULL for NULL. */
+static char **
+verify_text_column(ArrayType *arr, int n, const char *name)
 {
-	JsonbValue *v = getKeyJsonValueFromContainer(obj, key, strlen(key), buf);
-
-	if (v == NULL || v->type == jbvNull)
-		return NULL;
-	if (v->type == jbvString)
-		return pnstrdup(v->val.string.val, v->val.string.len);
-	if (v->type == jbvNumeric)
-		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("verify_compare: member \"%s\" of an expected entry is not a string", key)));
-	return NULL;
-}
-
-/* The expected entries of a jsonb array, sorted. */
-static VerifyEntry *
-verify_parse_expected(Jsonb *expected, int *n)
-{
+	Datum	   *elems;
+	bool	   *nulls;
 	int			count;
-	VerifyEntry *es;
+	char	  **out = palloc0(sizeof(char *) * Max(n, 1));
 
-	if (!JB_ROOT_IS_ARRAY(expected) || JB_ROOT_IS_SCALAR(expected))
+	if (arr == NULL)
+		return out;
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &count);
+	if (count != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_compare: expected must be a JSON array")));
-	count = JB_ROOT_COUNT(expected);
-	es = palloc0(sizeof(VerifyEntry) * Max(count, 1));
+				 errmsg("verify_compare: %s has %d elements, expected %d", name, count, n)));
+	for (int i = 0; i < n; i++)
+		out[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+	return out;
+}
+
+/*
+ * The expected entries, one per element of the parallel arrays of
+ * verify_slice()'s read of the rows (all NULL: none), sorted.
+ */
+static VerifyEntry *
+verify_entries(FunctionCallInfo fcinfo, int *n)
+{
+	ArrayType  *sids = PG_ARGISNULL(0) ? NULL : PG_GETARG_ARRAYTYPE_P(0);
+	int			count = sids ? ArrayGetNItems(ARR_NDIM(sids), ARR_DIMS(sids)) : 0;
+	char	  **sid = verify_text_column(sids, count, "sids");
+	char	  **pk = verify_text_column(PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1), count, "pks");
+	char	  **bt = verify_text_column(PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2), count, "bucket_types");
+	char	  **val = verify_text_column(PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3), count, "values");
+	char	  **st = verify_text_column(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), count, "subject_types");
+	char	  **srt = verify_text_column(PG_ARGISNULL(6) ? NULL : PG_GETARG_ARRAYTYPE_P(6), count, "source_types");
+	char	  **col = verify_text_column(PG_ARGISNULL(7) ? NULL : PG_GETARG_ARRAYTYPE_P(7), count, "cols");
+	Datum	   *sj = NULL;
+	bool	   *sjnull = NULL;
+	int			nsj = 0;
+	VerifyEntry *es = palloc0(sizeof(VerifyEntry) * Max(count, 1));
+
+	if (!PG_ARGISNULL(5))
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(5), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &sj, &sjnull, &nsj);
+	if (nsj != count)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("verify_compare: subject_ids has %d elements, expected %d", nsj, count)));
 	for (int i = 0; i < count; i++)
 	{
-		JsonbValue *el = getIthJsonbValueFromContainer(&expected->root, i);
-		JsonbContainer *obj;
-		JsonbValue	buf;
-		JsonbValue *sj;
 		VerifyEntry *e = &es[i];
 
-		if (el == NULL || el->type != jbvBinary)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("verify_compare: an expected entry is not an object")));
-		obj = el->val.binary.data;
-		e->sid = verify_jsonb_string(obj, "sid", &buf);
-		e->pk = verify_jsonb_string(obj, "pk", &buf);
-		e->bucket_type = verify_jsonb_string(obj, "bucket_type", &buf);
-		e->value = verify_jsonb_string(obj, "value", &buf);
-		e->subject_type = verify_jsonb_string(obj, "subject_type", &buf);
-		e->source_type = verify_jsonb_string(obj, "source_type", &buf);
-		e->col = verify_jsonb_string(obj, "col", &buf);
-		sj = getKeyJsonValueFromContainer(obj, "subject_id", strlen("subject_id"), &e->subject_id);
-		if (sj == NULL)
+		e->sid = sid[i];
+		e->pk = pk[i];
+		e->bucket_type = bt[i];
+		e->value = val[i];
+		e->subject_type = st[i];
+		e->source_type = srt[i];
+		e->col = col[i];
+		if (sjnull[i])
 			e->subject_id.type = jbvNull;
-		if (e->subject_id.type == jbvNumeric)
-			e->subject_id_text = DatumGetCString(DirectFunctionCall1(numeric_out,
-																	 NumericGetDatum(e->subject_id.val.numeric)));
-		else if (e->subject_id.type != jbvNull)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("verify_compare: subject_id of an expected entry is not a number")));
+		else
+		{
+			e->subject_id.type = jbvNumeric;
+			e->subject_id.val.numeric = DatumGetNumeric(DirectFunctionCall1(int8_numeric, sj[i]));
+			e->subject_id_text = psprintf(INT64_FORMAT, DatumGetInt64(sj[i]));
+		}
 	}
 	qsort(es, count, sizeof(VerifyEntry), verify_entry_cmp);
 	*n = count;
@@ -719,10 +727,13 @@ verify_merge(VerifyCompare *vc, VerifyEntry *es, int ne, VerifyRecord *rs, bool 
 }
 
 /*
- * verify_compare(expected jsonb, stored text[], stored2 text[],
- * recent_sids text[], moved text[], cutoff timestamptz, OUT n_duplicate
- * bigint, OUT n_fixes bigint, OUT n_recent bigint, OUT duplicates text,
- * OUT fixes jsonb): one batch's comparison (see verify_slice()).
+ * verify_compare(sids text[], pks text[], bucket_types text[], "values"
+ * text[], subject_types text[], subject_ids bigint[], source_types text[],
+ * cols text[], stored text[], stored2 text[], recent_sids text[], moved
+ * text[], cutoff timestamptz, OUT n_duplicate bigint, OUT n_fixes bigint,
+ * OUT n_recent bigint, OUT duplicates text, OUT fixes jsonb): one batch's
+ * comparison (see verify_slice()); the first eight arrays are the entries
+ * the rows should hold, element by element.
  */
 Datum
 claims_cell_verify_compare(PG_FUNCTION_ARGS)
@@ -746,10 +757,10 @@ claims_cell_verify_compare(PG_FUNCTION_ARGS)
 	ArrayType  *s2;
 	Datum		result;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(5))
+	if (PG_ARGISNULL(8) || PG_ARGISNULL(9) || PG_ARGISNULL(12))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("verify_compare: expected, stored, stored2 and cutoff must not be NULL")));
+				 errmsg("verify_compare: stored, stored2 and cutoff must not be NULL")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
@@ -757,14 +768,14 @@ claims_cell_verify_compare(PG_FUNCTION_ARGS)
 								 ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(work);
 	memset(&vc, 0, sizeof(vc));
-	vc.cutoff = PG_GETARG_TIMESTAMPTZ(5);
-	vc.recent = verify_string_set(PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3), &vc.nrecent);
-	vc.moved = verify_string_set(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), &vc.nmoved);
+	vc.cutoff = PG_GETARG_TIMESTAMPTZ(12);
+	vc.recent = verify_string_set(PG_ARGISNULL(10) ? NULL : PG_GETARG_ARRAYTYPE_P(10), &vc.nrecent);
+	vc.moved = verify_string_set(PG_ARGISNULL(11) ? NULL : PG_GETARG_ARRAYTYPE_P(11), &vc.nmoved);
 	initStringInfo(&vc.duplicates);
 
-	es = verify_parse_expected(PG_GETARG_JSONB_P(0), &ne);
-	s1 = PG_GETARG_ARRAYTYPE_P(1);
-	s2 = PG_GETARG_ARRAYTYPE_P(2);
+	es = verify_entries(fcinfo, &ne);
+	s1 = PG_GETARG_ARRAYTYPE_P(8);
+	s2 = PG_GETARG_ARRAYTYPE_P(9);
 	verify_parse_pages(s1, &r1);
 	same = verify_pages_equal(s1, s2);
 	if (!same)
@@ -784,6 +795,176 @@ claims_cell_verify_compare(PG_FUNCTION_ARGS)
 	else
 		nulls[3] = true;
 	values[4] = JsonbPGetDatum(JsonbValueToJsonb(fixes));
+	result = HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+	MemoryContextDelete(work);
+	PG_RETURN_DATUM(result);
+}
+
+/* A string member of a jsonb object, or NULL (absent or JSON null). */
+static char *
+verify_jsonb_string(JsonbContainer *obj, const char *key, JsonbValue *buf)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(obj, key, strlen(key), buf);
+
+	if (v == NULL || v->type == jbvNull)
+		return NULL;
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	if (v->type == jbvNumeric)
+		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("member \"%s\" of a fix is neither a string nor a number", key)));
+	return NULL;
+}
+
+/* One row's entry as the re-read of fixed rows gives it. */
+typedef struct VerifyHeld
+{
+	char	   *sid;
+	char	   *bucket_type;
+	char	   *value;
+	char	   *subject_id;
+} VerifyHeld;
+
+/* Order of held entries by all four fields, bytewise. */
+static int
+verify_held_cmp(const void *a, const void *b)
+{
+	const VerifyHeld *x = (const VerifyHeld *) a;
+	const VerifyHeld *y = (const VerifyHeld *) b;
+	int			c;
+
+	if ((c = cell_strcmp_null(x->sid, y->sid)) != 0)
+		return c;
+	if ((c = cell_strcmp_null(x->bucket_type, y->bucket_type)) != 0)
+		return c;
+	if ((c = cell_strcmp_null(x->value, y->value)) != 0)
+		return c;
+	return cell_strcmp_null(x->subject_id, y->subject_id);
+}
+
+/*
+ * The held entries of the parallel arrays (arguments 1 to 4 of
+ * verify_keep_fixes) whose source id is not recent, sorted.
+ */
+static VerifyHeld *
+verify_held(FunctionCallInfo fcinfo, char **recent, int nrecent, int *n)
+{
+	ArrayType  *sids = PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1);
+	int			count = sids ? ArrayGetNItems(ARR_NDIM(sids), ARR_DIMS(sids)) : 0;
+	char	  **sid = verify_text_column(sids, count, "sids");
+	char	  **bt = verify_text_column(PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2), count, "bucket_types");
+	char	  **val = verify_text_column(PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3), count, "values");
+	Datum	   *sj = NULL;
+	bool	   *sjnull = NULL;
+	int			nsj = 0;
+	VerifyHeld *hs = palloc0(sizeof(VerifyHeld) * Max(count, 1));
+	int			k = 0;
+
+	if (!PG_ARGISNULL(4))
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(4), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &sj, &sjnull, &nsj);
+	if (nsj != count)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("verify_keep_fixes: subject_ids has %d elements, expected %d", nsj, count)));
+	for (int i = 0; i < count; i++)
+	{
+		if (verify_in_set(recent, nrecent, sid[i]))
+			continue;
+		hs[k].sid = sid[i];
+		hs[k].bucket_type = bt[i];
+		hs[k].value = val[i];
+		hs[k].subject_id = sjnull[i] ? NULL : psprintf(INT64_FORMAT, DatumGetInt64(sj[i]));
+		k++;
+	}
+	qsort(hs, k, sizeof(VerifyHeld), verify_held_cmp);
+	*n = k;
+	return hs;
+}
+
+/*
+ * verify_keep_fixes(fixes jsonb, sids text[], bucket_types text[],
+ * "values" text[], subject_ids bigint[], recent_sids text[], OUT fixes
+ * jsonb, OUT skipped integer): the fixes still due after the rows of the
+ * differences were read again. An extra fix stays; any other stays when a
+ * row read again, not recent, still holds the same source id, value and
+ * subject; the others are skipped (counted), the order kept.
+ */
+Datum
+claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext work;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	Jsonb	   *fixes;
+	char	  **recent;
+	int			nrecent;
+	VerifyHeld *hs;
+	int			nh;
+	int			count;
+	int32		skipped = 0;
+	JsonbParseState *st = NULL;
+	JsonbValue *out;
+	Datum		result;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("verify_keep_fixes: fixes must not be NULL")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	work = AllocSetContextCreate(CurrentMemoryContext, "claims_cell verify_keep_fixes",
+								 ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(work);
+	fixes = PG_GETARG_JSONB_P(0);
+	if (!JB_ROOT_IS_ARRAY(fixes) || JB_ROOT_IS_SCALAR(fixes))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("verify_keep_fixes: fixes must be a JSON array")));
+	recent = verify_string_set(PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5), &nrecent);
+	hs = verify_held(fcinfo, recent, nrecent, &nh);
+
+	count = JB_ROOT_COUNT(fixes);
+	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
+	for (int i = 0; i < count; i++)
+	{
+		JsonbValue *el = getIthJsonbValueFromContainer(&fixes->root, i);
+		JsonbValue	buf;
+		char	   *kind;
+		VerifyHeld	key;
+		bool		keep;
+
+		if (el == NULL || el->type != jbvBinary)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("verify_keep_fixes: a fix is not an object")));
+		kind = verify_jsonb_string(el->val.binary.data, "kind", &buf);
+		if (cell_streq(kind, "extra"))
+			keep = true;
+		else
+		{
+			key.sid = verify_jsonb_string(el->val.binary.data, "sid", &buf);
+			key.bucket_type = verify_jsonb_string(el->val.binary.data, "bucket_type", &buf);
+			key.value = verify_jsonb_string(el->val.binary.data, "value", &buf);
+			key.subject_id = verify_jsonb_string(el->val.binary.data, "subject_id", &buf);
+			keep = key.sid != NULL && key.bucket_type != NULL && key.value != NULL &&
+				key.subject_id != NULL &&
+				bsearch(&key, hs, nh, sizeof(VerifyHeld), verify_held_cmp) != NULL;
+			if (!keep)
+				skipped++;
+		}
+		if (keep)
+			pushJsonbValue(&st, WJB_ELEM, el);
+	}
+	out = pushJsonbValue(&st, WJB_END_ARRAY, NULL);
+
+	MemoryContextSwitchTo(caller);
+	values[0] = JsonbPGetDatum(JsonbValueToJsonb(out));
+	values[1] = Int32GetDatum(skipped);
 	result = HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 	MemoryContextDelete(work);
 	PG_RETURN_DATUM(result);
