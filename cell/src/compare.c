@@ -25,7 +25,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-PG_FUNCTION_INFO_V1(claims_cell_store_list_records_text);
+PG_FUNCTION_INFO_V1(claims_cell_store_list_records_page);
 PG_FUNCTION_INFO_V1(claims_cell_verify_compare);
 PG_FUNCTION_INFO_V1(claims_cell_verify_keep_fixes);
 
@@ -85,22 +85,10 @@ typedef struct VerifyParse
 	bool		in_records;		/* inside the top-level "records" array */
 	char	   *field[CELL_JSON_DEPTH + 1];
 	VerifyRecord *cur;
-	VerifyRecords *out;
+	VerifyRecords *out;			/* NULL: only truncated and last_sid */
+	bool		truncated;
+	char	   *last_sid;		/* the last record's source id, base64 */
 } VerifyParse;
-
-/*
- * store_list_records_text(server name, request jsonb) returns text: one
- * page of claims_list_records as the store wrote it.
- */
-Datum
-claims_cell_store_list_records_text(PG_FUNCTION_ARGS)
-{
-	cell_require_identity();
-	PG_RETURN_TEXT_P(cstring_to_text(cell_call_listing_text(NameStr(*PG_GETARG_NAME(0)),
-															PG_GETARG_DATUM(1),
-															"claims_list_records",
-															"the claims store refused to list this cell's records")));
-}
 
 /* Does a nullable C string equal a literal? */
 static inline bool
@@ -118,7 +106,9 @@ verify_parse_object_start(void *state)
 	p->depth++;
 	if (p->depth <= CELL_JSON_DEPTH)
 		p->field[p->depth] = NULL;
-	if (p->depth == 2 && p->in_records)
+	if (p->depth == 2 && p->in_records && p->out == NULL)
+		p->last_sid = NULL;
+	else if (p->depth == 2 && p->in_records)
 	{
 		VerifyRecords *o = p->out;
 
@@ -256,6 +246,125 @@ verify_parse_scalar(void *state, char *token, JsonTokenType tokentype)
 	CELL_JSON_DONE;
 }
 
+/* Run the parser p over the JSON text of len bytes with callbacks sem. */
+static void
+verify_parse_text(VerifyParse *p, JsonSemAction *sem, char *json, int len)
+{
+#if PG_VERSION_NUM >= 170000
+	p->lex = makeJsonLexContextCstringLen(NULL, json, len, GetDatabaseEncoding(), true);
+#else
+	p->lex = makeJsonLexContextCstringLen(json, len, GetDatabaseEncoding(), true);
+#endif
+	sem->semstate = p;
+	sem->object_start = verify_parse_object_start;
+	sem->object_end = verify_parse_object_end;
+	sem->array_start = verify_parse_array_start;
+	sem->array_end = verify_parse_array_end;
+	sem->object_field_start = verify_parse_field_start;
+	pg_parse_json_or_ereport(p->lex, sem);
+}
+
+/* A page's scalars: the top-level "truncated", each record's source id. */
+static CELL_JSON_ACTION
+verify_page_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	VerifyParse *p = (VerifyParse *) state;
+
+	if (p->depth == 1 && cell_streq(p->field[1], "truncated"))
+		p->truncated = (tokentype == JSON_TOKEN_TRUE);
+	else if (p->depth == 4 && p->in_records && cell_streq(p->field[2], "metadata") &&
+			 cell_streq(p->field[3], "source") && cell_streq(p->field[4], "rails_primary_key_id"))
+		p->last_sid = (tokentype == JSON_TOKEN_NULL) ? NULL : token;
+	CELL_JSON_DONE;
+}
+
+/*
+ * The page's truncated flag and last source id read from its end, as the
+ * store's jsonb output lays it out: ..."rails_primary_key_id": "x"...],
+ * "truncated": true}. Inside a string every quote is escaped, so the key
+ * with its unescaped quotes is a real key. False when the text is laid out
+ * otherwise (the caller then parses it).
+ */
+static bool
+verify_page_tail(const char *page, bool *truncated, char **last_sid)
+{
+	static const char t_true[] = "\"truncated\": true}";
+	static const char t_false[] = "\"truncated\": false}";
+	static const char key[] = "\"rails_primary_key_id\": \"";
+	size_t		len = strlen(page);
+	size_t		klen = sizeof(key) - 1;
+	const char *start;
+	const char *end;
+
+	*last_sid = NULL;
+	if (len >= sizeof(t_false) - 1 &&
+		memcmp(page + len - (sizeof(t_false) - 1), t_false, sizeof(t_false) - 1) == 0)
+	{
+		*truncated = false;
+		return true;
+	}
+	if (len < sizeof(t_true) - 1 ||
+		memcmp(page + len - (sizeof(t_true) - 1), t_true, sizeof(t_true) - 1) != 0)
+		return false;
+	*truncated = true;
+	if (len < klen)
+		return false;
+	/* the last occurrence of the key */
+	for (start = page + len - klen;; start--)
+	{
+		if (memcmp(start, key, klen) == 0)
+			break;
+		if (start == page)
+			return false;
+	}
+	start += klen;
+	end = strchr(start, '"');
+	if (end == NULL || memchr(start, '\\', end - start) != NULL)
+		return false;
+	*last_sid = pnstrdup(start, end - start);
+	return true;
+}
+
+/*
+ * store_list_records_page(server name, request jsonb, OUT page text, OUT
+ * truncated boolean, OUT last_source_id text): one page of
+ * claims_list_records as the text the store sent, whether it says it is
+ * truncated, and its last record's source id (base64), read from the text
+ * without building jsonb. Raises what the store raises, 08006 when it
+ * cannot be reached.
+ */
+Datum
+claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
+{
+	char	   *page;
+	VerifyParse p;
+	JsonSemAction sem;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	cell_require_identity();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	page = cell_call_listing_text(NameStr(*PG_GETARG_NAME(0)), PG_GETARG_DATUM(1),
+								  "claims_list_records",
+								  "the claims store refused to list this cell's records");
+	memset(&p, 0, sizeof(p));
+	if (!verify_page_tail(page, &p.truncated, &p.last_sid))
+	{
+		memset(&sem, 0, sizeof(sem));
+		sem.scalar = verify_page_scalar;
+		verify_parse_text(&p, &sem, page, strlen(page));
+	}
+	values[0] = CStringGetTextDatum(page);
+	values[1] = BoolGetDatum(p.truncated);
+	if (p.last_sid != NULL)
+		values[2] = CStringGetTextDatum(p.last_sid);
+	else
+		nulls[2] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
 /* Parse the records of every listing page of a text[] into out. */
 static void
 verify_parse_pages(ArrayType *pages, VerifyRecords *out)
@@ -277,21 +386,8 @@ verify_parse_pages(ArrayType *pages, VerifyRecords *out)
 		memset(&p, 0, sizeof(p));
 		memset(&sem, 0, sizeof(sem));
 		p.out = out;
-#if PG_VERSION_NUM >= 170000
-		p.lex = makeJsonLexContextCstringLen(NULL, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t),
-											 GetDatabaseEncoding(), true);
-#else
-		p.lex = makeJsonLexContextCstringLen(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t),
-											 GetDatabaseEncoding(), true);
-#endif
-		sem.semstate = &p;
-		sem.object_start = verify_parse_object_start;
-		sem.object_end = verify_parse_object_end;
-		sem.array_start = verify_parse_array_start;
-		sem.array_end = verify_parse_array_end;
-		sem.object_field_start = verify_parse_field_start;
 		sem.scalar = verify_parse_scalar;
-		pg_parse_json_or_ereport(p.lex, &sem);
+		verify_parse_text(&p, &sem, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 	}
 }
 
