@@ -422,6 +422,15 @@ verify_entry_cmp(const void *a, const void *b)
 	return c != 0 ? c : cell_strcmp_null(x->value, y->value);
 }
 
+/* The same order, then by row key: duplicates are named in a fixed order. */
+static int
+verify_entry_sort_cmp(const void *a, const void *b)
+{
+	int			c = verify_entry_cmp(a, b);
+
+	return c != 0 ? c : cell_strcmp_null(((const VerifyEntry *) a)->pk, ((const VerifyEntry *) b)->pk);
+}
+
 /* Order of an entry against a record by (bucket type, value). */
 static int
 verify_entry_record_cmp(const VerifyEntry *e, const VerifyRecord *r)
@@ -535,7 +544,7 @@ verify_entries(FunctionCallInfo fcinfo, int *n)
 			e->subject_id_text = psprintf(INT64_FORMAT, DatumGetInt64(sj[i]));
 		}
 	}
-	qsort(es, count, sizeof(VerifyEntry), verify_entry_cmp);
+	qsort(es, count, sizeof(VerifyEntry), verify_entry_sort_cmp);
 	*n = count;
 	return es;
 }
