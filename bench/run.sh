@@ -39,6 +39,11 @@
 #   BENCH_HOT_VALUES         hot values of the contention run [100]
 #   BENCH_CELL_CLIENTS       client counts of the cell section [1 8]
 #   BENCH_VERIFY_ROWS        rows of the verify section's table [100000 | 20000]
+#   BENCH_VERIFY_BASELINE    extension scripts (oldest first, such as an older
+#                            commit's claims_cell--1.2--1.3.sql and --1.3--1.4.sql)
+#                            whose verify_slice and verify_repair the verify
+#                            section also times, on the same data, alternating
+#                            with the installed ones (A B B A) [none]
 #   BENCH_ONLY               sections to run, of: scale signup lookup backfill
 #                            rename list_records list_leases contention cell
 #                            verify grpc [all]; grpc (claims-grpc against the
@@ -87,6 +92,7 @@ NHOT="${BENCH_HOT_VALUES:-100}"
 RENAME_POOL=1000
 CELL_CLIENTS="${BENCH_CELL_CLIENTS:-1 8}"
 VERIFY_ROWS="${BENCH_VERIFY_ROWS:-$D_VERIFY_ROWS}"
+VERIFY_BASELINE="${BENCH_VERIFY_BASELINE:-}"
 ONLY="${BENCH_ONLY:-scale signup lookup backfill rename list_records list_leases contention cell verify grpc}"
 # Only the grpc section: bench/grpc.sh needs nothing of this script's server.
 if [ "$(echo $ONLY)" = grpc ]; then
@@ -578,49 +584,107 @@ cell_added() {
         >>"$WORK/results.tsv"
 }
 
+# verify_functions_of FILE...: the last definitions, in the extension
+# scripts FILE... (oldest first), of verify_slice and verify_repair, as SQL
+# that replaces them in the cell database.
+verify_functions_of() {
+    local f
+    for f in verify_slice verify_repair; do
+        awk -v f="$f" '
+            $0 ~ "^CREATE (OR REPLACE )?FUNCTION @extschema@\\." f "\\(" { on = 1; cur = "" }
+            on { cur = cur $0 "\n" }
+            on && /^\$\$;/ { on = 0; last = cur }
+            END { printf "%s", last }' "$@"
+    done | sed -e 's/@extschema@/claims_cell/g' -e 's/^CREATE FUNCTION/CREATE OR REPLACE FUNCTION/'
+}
+
+# verify_round TAG: one backfill and one verify of the verify table with the
+# verify_slice of variant TAG (new, or base with BENCH_VERIFY_BASELINE);
+# rows/s appended to TB_<TAG> and TV_<TAG>.
+verify_round() {
+    local tag="$1" t0 t1 out src
+    src="(SELECT type_id FROM claim_source_types WHERE name = 'RAILS_TABLE_ORGANIZATIONS')"
+    if [ -n "$VERIFY_BASELINE" ]; then
+        psql_db "$DB_CELL" -f "$WORK/verify_slice_$tag.sql" >/dev/null || { VERIFY_OK=0; return; }
+    fi
+    psql_db "$DB" -c "SET session_replication_role = replica" \
+        -c "DELETE FROM claims WHERE creator_id = $CELL_CELL AND source_type = $src" \
+        -c "VACUUM ANALYZE claims" >/dev/null
+    psql_db "$DB_CELL" -c "SELECT claims_cell.unclaim_column('verify_orgs', 'path')
+                             FROM claims_cell.claimed_columns WHERE table_name = 'verify_orgs'::regclass" \
+        -c "SELECT claims_cell.claim_column('verify_orgs', 'path', 'ORGANIZATION_PATH', 'ORGANIZATION', 'owner_id', 'RAILS_TABLE_ORGANIZATIONS')" \
+        -c CHECKPOINT >/dev/null
+    progress "backfill of $VERIFY_ROWS rows ($tag)"
+    t0=$(date +%s.%N)
+    out="$(psql_val "$DB_CELL" "SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('verify_orgs', repair => true)")"
+    t1=$(date +%s.%N)
+    [ "$out" = "$VERIFY_ROWS|0|0|$VERIFY_ROWS|0" ] || { echo "run.sh: backfill counted $out" >&2; VERIFY_OK=0; }
+    eval "TB_$tag=\"\$TB_$tag \$(awk -v a=$t0 -v b=$t1 -v n=$VERIFY_ROWS 'BEGIN { printf \"%.0f\", n / (b - a) }')\""
+    psql_db "$DB_CELL" -c "VACUUM ANALYZE" -c CHECKPOINT >/dev/null
+    progress "verify of $VERIFY_ROWS rows, nothing to repair ($tag)"
+    t0=$(date +%s.%N)
+    out="$(psql_val "$DB_CELL" "SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('verify_orgs')")"
+    t1=$(date +%s.%N)
+    [ "$out" = "0|0|0|0|0" ] || { echo "run.sh: verify counted $out" >&2; VERIFY_OK=0; }
+    eval "TV_$tag=\"\$TV_$tag \$(awk -v a=$t0 -v b=$t1 -v n=$VERIFY_ROWS 'BEGIN { printf \"%.0f\", n / (b - a) }')\""
+}
+
 # Verify: a column claimed after it held VERIFY_ROWS rows, then its
 # backfill (claims_cell.verify(table, repair => true)) and a verify that
 # finds nothing to repair, timed from the client; rows per second of each,
 # ROUNDS times. Between rounds the store forgets the claims (deleted there
-# directly) and the column is claimed afresh.
+# directly) and the column is claimed afresh. With BENCH_VERIFY_BASELINE
+# (older extension scripts), each round also runs their verify_slice and
+# verify_repair, swapped in with CREATE OR REPLACE on the same data, in
+# A B B A order, and the rows report both.
 run_verify() {
-    local r t0 t1 out tb="" tv="" ok=1 src
-    src="(SELECT type_id FROM claim_source_types WHERE name = 'RAILS_TABLE_ORGANIZATIONS')"
+    local r order tag
+    TB_new="" TV_new="" TB_base="" TV_base="" VERIFY_OK=1
     psql_db "$DB_CELL" -c "CREATE TABLE verify_orgs (id bigint PRIMARY KEY, path text, owner_id bigint)" \
         -c "INSERT INTO verify_orgs SELECT i, 'verify-$RUN_BASE-' || i, i FROM generate_series(1, $VERIFY_ROWS) i" \
         -c "VACUUM ANALYZE verify_orgs" >/dev/null || { FAILURES=$((FAILURES + 1)); return; }
+    if [ -n "$VERIFY_BASELINE" ]; then
+        # shellcheck disable=SC2086
+        verify_functions_of $VERIFY_BASELINE >"$WORK/verify_slice_base.sql"
+        # shellcheck disable=SC2046
+        verify_functions_of $(ls "$("$PG_CONFIG" --sharedir)"/extension/claims_cell--*--*.sql | sort -V) \
+            >"$WORK/verify_slice_new.sql"
+        [ "$(grep -c '^CREATE OR REPLACE FUNCTION' "$WORK/verify_slice_base.sql")" = 2 ] &&
+            [ "$(grep -c '^CREATE OR REPLACE FUNCTION' "$WORK/verify_slice_new.sql")" = 2 ] ||
+            { echo "run.sh: no verify_slice in $VERIFY_BASELINE or the installed scripts" >&2; FAILURES=$((FAILURES + 1)); return; }
+    fi
     for ((r = 1; r <= ROUNDS; r++)); do
-        psql_db "$DB" -c "SET session_replication_role = replica" \
-            -c "DELETE FROM claims WHERE creator_id = $CELL_CELL AND source_type = $src" \
-            -c "VACUUM ANALYZE claims" >/dev/null
-        psql_db "$DB_CELL" -c "SELECT claims_cell.unclaim_column('verify_orgs', 'path')
-                                 FROM claims_cell.claimed_columns WHERE table_name = 'verify_orgs'::regclass" \
-            -c "SELECT claims_cell.claim_column('verify_orgs', 'path', 'ORGANIZATION_PATH', 'ORGANIZATION', 'owner_id', 'RAILS_TABLE_ORGANIZATIONS')" \
-            -c CHECKPOINT >/dev/null
-        progress "backfill of $VERIFY_ROWS rows, round $r/$ROUNDS"
-        t0=$(date +%s.%N)
-        out="$(psql_val "$DB_CELL" "SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('verify_orgs', repair => true)")"
-        t1=$(date +%s.%N)
-        [ "$out" = "$VERIFY_ROWS|0|0|$VERIFY_ROWS|0" ] || { echo "run.sh: backfill counted $out" >&2; ok=0; }
-        tb="$tb $(awk -v a="$t0" -v b="$t1" -v n="$VERIFY_ROWS" 'BEGIN { printf "%.0f", n / (b - a) }')"
-        psql_db "$DB_CELL" -c "VACUUM ANALYZE" -c CHECKPOINT >/dev/null
-        progress "verify of $VERIFY_ROWS rows, nothing to repair, round $r/$ROUNDS"
-        t0=$(date +%s.%N)
-        out="$(psql_val "$DB_CELL" "SET claims_cell.verify_recent = 0; SELECT * FROM claims_cell.verify('verify_orgs')")"
-        t1=$(date +%s.%N)
-        [ "$out" = "0|0|0|0|0" ] || { echo "run.sh: verify counted $out" >&2; ok=0; }
-        tv="$tv $(awk -v a="$t0" -v b="$t1" -v n="$VERIFY_ROWS" 'BEGIN { printf "%.0f", n / (b - a) }')"
+        order=new
+        if [ -n "$VERIFY_BASELINE" ]; then
+            order="base new"
+            [ $((r % 2)) = 0 ] && order="new base"
+        fi
+        for tag in $order; do
+            progress "verify section, round $r/$ROUNDS, $tag"
+            verify_round "$tag"
+        done
     done
-    [ "$ok" = 1 ] || { tb="ERROR" tv="ERROR"; }
+    [ -n "$VERIFY_BASELINE" ] && psql_db "$DB_CELL" -f "$WORK/verify_slice_new.sql" >/dev/null
+    [ "$VERIFY_OK" = 1 ] || { TB_new="ERROR" TV_new="ERROR" TB_base="ERROR" TV_base="ERROR"; }
     local mb mv
-    mb="$(mean $tb)" mv="$(mean $tv)"
-    progress "  -> backfill $mb rows/s, verify $mv rows/s (rounds:$tb /$tv)"
-    VERIFY_BACKFILL="$mb" VERIFY_CHECK="$mv" VERIFY_SPREAD="backfill$tb; verify$tv"
+    mb="$(mean $TB_new)" mv="$(mean $TV_new)"
+    progress "  -> backfill $mb rows/s, verify $mv rows/s (rounds:$TB_new /$TV_new)"
+    VERIFY_BACKFILL="$mb" VERIFY_CHECK="$mv" VERIFY_SPREAD="backfill$TB_new; verify$TV_new"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "verify $VERIFY_ROWS rows, nothing to repair" 1 - "$mv" - - "$(ratio "$mv" "$mb")" "backfill" "rows/s:$tv" \
-        "backfill $VERIFY_ROWS rows (claim_column + verify repair)" 1 - "$mb" - - "" "" "rows/s:$tb" \
+        "verify $VERIFY_ROWS rows, nothing to repair" 1 - "$mv" - - "$(ratio "$mv" "$mb")" "backfill" "rows/s:$TV_new" \
+        "backfill $VERIFY_ROWS rows (claim_column + verify repair)" 1 - "$mb" - - "" "" "rows/s:$TB_new" \
         >>"$WORK/results.tsv"
-    [ "$ok" = 1 ] || FAILURES=$((FAILURES + 1))
+    if [ -n "$VERIFY_BASELINE" ]; then
+        local bb bv
+        bb="$(mean $TB_base)" bv="$(mean $TV_base)"
+        progress "  -> baseline: backfill $bb rows/s, verify $bv rows/s (rounds:$TB_base /$TV_base)"
+        progress "  -> new over baseline: verify $(ratio "$mv" "$bv") (rounds $(round_ratios "$TV_new" "$TV_base")), backfill $(ratio "$mb" "$bb") (rounds $(round_ratios "$TB_new" "$TB_base"))"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+            "  verify, baseline verify_slice" 1 - "$bv" - - "$(ratio "$mv" "$bv")" "new/base" "rows/s:$TV_base" \
+            "  backfill, baseline verify_slice" 1 - "$bb" - - "$(ratio "$mb" "$bb")" "new/base" "rows/s:$TB_base" \
+            >>"$WORK/results.tsv"
+    fi
+    [ "$VERIFY_OK" = 1 ] || FAILURES=$((FAILURES + 1))
 }
 
 # Rename: the values each client destroys first.

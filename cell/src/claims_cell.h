@@ -192,6 +192,8 @@ extern void cell_conn_init(void);
 extern char *cell_server_label(void);
 extern void cell_raise_unreachable(const CellCallResult *r) pg_attribute_noreturn();
 extern void cell_raise_remote(const CellCallResult *r, const char *what) pg_attribute_noreturn();
+extern char *cell_call_listing_text(const char *server, Datum request, const char *function,
+									const char *what);
 extern Datum cell_call_listing(const char *server, Datum request, const char *function,
 							   const char *what);
 

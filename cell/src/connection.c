@@ -1180,13 +1180,12 @@ cell_raise_remote(const CellCallResult *r, const char *what)
 }
 
 /*
- * One page of a store listing (claims_list_leases, claims_list_records):
- * the function called with the jsonb request through server's connection,
- * its jsonb answer returned. Raises what the store raises, prefixed with
- * what, and 08006 when it cannot be reached.
+ * One page of a store listing function (claims_list_records, ...) called
+ * with request, as the text the store answered. Raises what the store
+ * raises (what: the message's start), 08006 when it cannot be reached.
  */
-Datum
-cell_call_listing(const char *server, Datum request, const char *function, const char *what)
+char *
+cell_call_listing_text(const char *server, Datum request, const char *function, const char *what)
 {
 	const char *params[1];
 	char	   *sql;
@@ -1204,5 +1203,13 @@ cell_call_listing(const char *server, Datum request, const char *function, const
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("the claims store answered %s with NULL", function)));
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(r.value));
+	return r.value;
+}
+
+/* The same page as jsonb. */
+Datum
+cell_call_listing(const char *server, Datum request, const char *function, const char *what)
+{
+	return DirectFunctionCall1(jsonb_in,
+							   CStringGetDatum(cell_call_listing_text(server, request, function, what)));
 }

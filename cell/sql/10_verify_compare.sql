@@ -1,0 +1,161 @@
+-- verify_compare() classifies a batch as the SQL comparison of claims_cell
+-- 1.4 did: the same counts, duplicates and fixes for entries and records
+-- of every kind (ok, drifted, missing, extra, duplicate, moved, and recent
+-- by source id, status, updated_at or a change between the two listings).
+\set VERBOSITY terse
+CREATE TEMP TABLE vc_entries (sid text, pk text, bucket_type text, value text,
+                              subject_type text, subject_id bigint, source_type text, col text);
+INSERT INTO vc_entries VALUES
+  ('01', '1', 'USERNAMES', 'ok', 'USER', 1, 'RAILS_TABLE_USERS', 'username'),
+  ('02', '2', 'USERNAMES', 'drift', 'USER', 3, 'RAILS_TABLE_USERS', 'username'),
+  ('03', '3', 'USERNAMES', 'gone', 'USER', 3, 'RAILS_TABLE_USERS', 'username'),
+  ('05', '5', 'USERNAMES', 'twin', 'USER', 5, 'RAILS_TABLE_USERS', 'username'),
+  ('06', '6', 'USERNAMES', 'twin', 'USER', 6, 'RAILS_TABLE_USERS', 'username'),
+  ('07', '7', 'USERNAMES', 'moved', 'USER', 7, 'RAILS_TABLE_USERS', 'username'),
+  ('08', '8', 'USERNAMES', 'pending', 'USER', 99, 'RAILS_TABLE_USERS', 'username'),
+  ('09', '9', 'USERNAMES', 'fresh', 'USER', 99, 'RAILS_TABLE_USERS', 'username'),
+  ('0a', '10', 'USERNAMES', 'recentrow', 'USER', 10, 'RAILS_TABLE_USERS', 'username'),
+  ('0b', '11', 'USERNAMES', 'changed', 'USER', 11, 'RAILS_TABLE_USERS', 'username'),
+  ('0c', '12', 'EMAILS', 'ok', 'USER', 12, 'RAILS_TABLE_USERS', 'email'),
+  ('0d', '13', 'USERNAMES', 'Ümlaut "q"', 'USER', 13, 'RAILS_TABLE_USERS', 'username'),
+  ('0e', '14', 'USERNAMES', 'othersource', 'USER', 14, 'RAILS_TABLE_USERS', 'username');
+-- one record as the store lists it
+CREATE FUNCTION pg_temp.rec(bt text, v text, sid bytea, sj bigint, status text DEFAULT 'ACTIVE',
+                            updated text DEFAULT '2020-01-01T00:00:00Z', st text DEFAULT 'RAILS_TABLE_USERS')
+RETURNS jsonb LANGUAGE sql AS $$
+SELECT jsonb_build_object('uuid', md5(bt || v)::uuid,
+         'metadata', jsonb_build_object('bucket', jsonb_build_object('type', bt, 'value', v),
+                                        'subject', jsonb_build_object('type', 'USER', 'id', sj),
+                                        'source', jsonb_build_object('type', st,
+                                            'rails_primary_key_id', encode(sid, 'base64'))),
+         'status', status, 'updated_at', updated)
+$$;
+CREATE TEMP TABLE vc_stored AS
+SELECT jsonb_build_array(
+         pg_temp.rec('USERNAMES', 'ok', '\x01', 1),
+         pg_temp.rec('USERNAMES', 'drift', '\x02', 2),
+         pg_temp.rec('USERNAMES', 'left', '\x04', 4),
+         pg_temp.rec('USERNAMES', 'twin', '\x05', 5),
+         pg_temp.rec('USERNAMES', 'pending', '\x08', 8, 'PENDING'),
+         pg_temp.rec('USERNAMES', 'fresh', '\x09', 9, 'ACTIVE', '2999-01-01T00:00:00Z'),
+         pg_temp.rec('USERNAMES', 'recentrow', '\x0a', 77),
+         pg_temp.rec('USERNAMES', 'changed', '\x0b', 11),
+         pg_temp.rec('USERNAMES', 'vanished', '\x0f', 15),
+         pg_temp.rec('EMAILS', 'ok', '\x0c', 12),
+         pg_temp.rec('USERNAMES', 'Ümlaut "q"', '\x0d', 13),
+         pg_temp.rec('USERNAMES', 'othersource', '\x0e', 14, 'ACTIVE', '2020-01-01T00:00:00Z', 'RAILS_TABLE_X')) AS s1,
+       jsonb_build_array(
+         pg_temp.rec('USERNAMES', 'ok', '\x01', 1),
+         pg_temp.rec('USERNAMES', 'drift', '\x02', 2),
+         pg_temp.rec('USERNAMES', 'left', '\x04', 4),
+         pg_temp.rec('USERNAMES', 'twin', '\x05', 5),
+         pg_temp.rec('USERNAMES', 'pending', '\x08', 8, 'PENDING'),
+         pg_temp.rec('USERNAMES', 'fresh', '\x09', 9, 'ACTIVE', '2999-01-01T00:00:00Z'),
+         pg_temp.rec('USERNAMES', 'recentrow', '\x0a', 77),
+         pg_temp.rec('USERNAMES', 'changed', '\x0b', 11, 'ACTIVE', '2020-01-02T00:00:00Z'),
+         pg_temp.rec('USERNAMES', 'appeared', '\x10', 16),
+         pg_temp.rec('EMAILS', 'ok', '\x0c', 12),
+         pg_temp.rec('USERNAMES', 'Ümlaut "q"', '\x0d', 13),
+         pg_temp.rec('USERNAMES', 'othersource', '\x0e', 14, 'ACTIVE', '2020-01-01T00:00:00Z', 'RAILS_TABLE_X')) AS s2;
+-- the 1.4 comparison (verify_slice's query) over the same inputs
+CREATE FUNCTION pg_temp.sql_compare(expected jsonb, stored jsonb, stored2 jsonb, recent_sids text[],
+                                    moved text[], cutoff timestamptz)
+RETURNS TABLE (n_duplicate bigint, n_fixes bigint, n_recent bigint, duplicates text, fixes jsonb)
+LANGUAGE sql AS $$
+WITH e AS (
+    SELECT * FROM pg_catalog.jsonb_to_recordset(expected)
+        AS x(sid text, pk text, bucket_type text, value text, subject_type text,
+             subject_id bigint, source_type text, col text)),
+r1 AS (
+    SELECT x->'metadata'->'bucket'->>'type' AS bucket_type,
+           x->'metadata'->'bucket'->>'value' AS value, x AS rec
+      FROM pg_catalog.jsonb_array_elements(stored) x),
+r2 AS (
+    SELECT x->'metadata'->'bucket'->>'type' AS bucket_type,
+           x->'metadata'->'bucket'->>'value' AS value, x AS rec
+      FROM pg_catalog.jsonb_array_elements(stored2) x),
+r AS (
+    SELECT COALESCE(r1.bucket_type, r2.bucket_type) AS bucket_type,
+           COALESCE(r1.value, r2.value) AS value,
+           r1.rec IS DISTINCT FROM r2.rec AS changed,
+           pg_catalog.encode(pg_catalog.decode(COALESCE(r1.rec, r2.rec)->'metadata'->'source'->>'rails_primary_key_id', 'base64'), 'hex') AS sid,
+           COALESCE(r1.rec, r2.rec)->'metadata'->'subject'->>'type' AS subject_type,
+           COALESCE(r1.rec, r2.rec)->'metadata'->'subject'->>'id' AS subject_id,
+           COALESCE(r1.rec, r2.rec)->'metadata'->'source'->>'type' AS source_type,
+           COALESCE(r1.rec, r2.rec)->>'status' AS status,
+           (COALESCE(r1.rec, r2.rec)->>'updated_at')::timestamptz AS updated_at
+      FROM r1 FULL JOIN r2 ON r1.bucket_type = r2.bucket_type AND r1.value = r2.value),
+j AS (
+    SELECT e.sid AS e_sid, e.pk, e.col, e.bucket_type AS e_bucket, e.value AS e_value,
+           e.subject_type AS e_subject_type, e.subject_id AS e_subject_id,
+           e.source_type AS e_source_type,
+           r.bucket_type AS r_bucket, r.value AS r_value,
+           CASE
+             WHEN e.sid = ANY (recent_sids) OR r.sid = ANY (recent_sids) OR r.changed
+                  OR r.status <> 'ACTIVE' OR r.updated_at > cutoff THEN 'recent'
+             WHEN e.value IS NULL THEN 'extra'
+             WHEN pg_catalog.count(e.sid) OVER (PARTITION BY e.bucket_type, e.value) > 1 THEN 'duplicate'
+             WHEN r.value IS NULL AND (e.bucket_type || ':' || e.value) = ANY (moved) THEN 'moved'
+             WHEN r.value IS NULL THEN 'missing'
+             WHEN e.sid = r.sid AND e.subject_type = r.subject_type
+                  AND e.subject_id::text = r.subject_id AND e.source_type = r.source_type THEN 'ok'
+             ELSE 'drifted' END AS kind
+      FROM e FULL JOIN r ON e.bucket_type = r.bucket_type AND e.value = r.value)
+SELECT pg_catalog.count(*) FILTER (WHERE kind = 'duplicate'),
+       pg_catalog.count(*) FILTER (WHERE kind IN ('missing', 'extra', 'drifted')),
+       pg_catalog.count(*) FILTER (WHERE kind = 'recent'),
+       pg_catalog.string_agg(pg_catalog.format('%s=%s (rows %s)', e_bucket, e_value, pk), ', ' ORDER BY pk)
+           FILTER (WHERE kind = 'duplicate'),
+       COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+           'kind', kind, 'pk', pk, 'col', col, 'sid', e_sid,
+           'bucket_type', COALESCE(e_bucket, r_bucket), 'value', COALESCE(e_value, r_value),
+           'subject_type', e_subject_type, 'subject_id', e_subject_id, 'source_type', e_source_type)
+           ORDER BY COALESCE(e_bucket, r_bucket) COLLATE "C", COALESCE(e_value, r_value) COLLATE "C")
+           FILTER (WHERE kind IN ('missing', 'extra', 'drifted')), '[]')
+  FROM j
+$$;
+-- the C comparison, the store's side given as the text of listing pages
+CREATE FUNCTION pg_temp.c_compare(stored jsonb, stored2 jsonb, recent_sids text[], moved text[],
+                                  cutoff timestamptz)
+RETURNS TABLE (n_duplicate bigint, n_fixes bigint, n_recent bigint, duplicates text, fixes jsonb)
+LANGUAGE sql AS $$
+SELECT c.* FROM claims_cell.verify_compare(
+    (SELECT array_agg(sid ORDER BY pk) FROM vc_entries), (SELECT array_agg(pk ORDER BY pk) FROM vc_entries),
+    (SELECT array_agg(bucket_type ORDER BY pk) FROM vc_entries), (SELECT array_agg(value ORDER BY pk) FROM vc_entries),
+    (SELECT array_agg(subject_type ORDER BY pk) FROM vc_entries), (SELECT array_agg(subject_id ORDER BY pk) FROM vc_entries),
+    (SELECT array_agg(source_type ORDER BY pk) FROM vc_entries), (SELECT array_agg(col ORDER BY pk) FROM vc_entries),
+    -- the first listing in two pages, the second in one
+    ARRAY[jsonb_build_object('records', jsonb_build_array(stored->0), 'truncated', true)::text,
+          jsonb_build_object('records', stored - 0, 'truncated', false)::text],
+    CASE WHEN stored2 = stored
+         THEN ARRAY[jsonb_build_object('records', jsonb_build_array(stored->0), 'truncated', true)::text,
+                    jsonb_build_object('records', stored - 0, 'truncated', false)::text]
+         ELSE ARRAY[jsonb_build_object('records', stored2, 'truncated', false)::text] END,
+    recent_sids, moved, cutoff) c
+$$;
+-- one listing, then two that differ; with and without recent rows and moved values
+CREATE TEMP TABLE vc_cases AS
+SELECT n, s1, CASE WHEN n IN (1, 3) THEN s1 ELSE s2 END AS s2,
+       CASE WHEN n >= 3 THEN ARRAY['0a', '10'] END AS recent,
+       CASE WHEN n >= 3 THEN ARRAY['USERNAMES:moved'] ELSE '{}' END AS moved
+  FROM vc_stored, generate_series(1, 4) n;
+SELECT n, c.n_duplicate, c.n_fixes, c.n_recent, c.duplicates,
+       (SELECT string_agg(f->>'kind' || ' ' || (f->>'bucket_type') || '=' || (f->>'value'), ', ')
+          FROM jsonb_array_elements(c.fixes) f) AS fixes
+  FROM vc_cases, pg_temp.c_compare(s1, s2, recent, moved, '2026-01-01') c ORDER BY n;
+-- the same as the 1.4 SQL, fixes in the same order
+SELECT n, (SELECT row(c.*)::text FROM pg_temp.c_compare(s1, s2, recent, moved, '2026-01-01') c)
+          = (SELECT row(s.*)::text
+               FROM pg_temp.sql_compare((SELECT jsonb_agg(to_jsonb(v) ORDER BY pk) FROM vc_entries v),
+                                        s1, s2, recent, moved, '2026-01-01') s) AS same_as_sql
+  FROM vc_cases ORDER BY n;
+-- a drifted fix stays while its row still holds it; one whose row changed
+-- or is recent is skipped; an extra one stays
+SELECT k.skipped, (SELECT string_agg(f->>'kind' || ' ' || (f->>'value'), ', ') FROM jsonb_array_elements(k.fixes) f)
+  FROM claims_cell.verify_keep_fixes(
+         '[{"kind": "drifted", "sid": "02", "bucket_type": "USERNAMES", "value": "drift", "subject_id": 3},
+           {"kind": "extra", "sid": null, "bucket_type": "USERNAMES", "value": "left", "subject_id": null},
+           {"kind": "missing", "sid": "03", "bucket_type": "USERNAMES", "value": "gone", "subject_id": 3},
+           {"kind": "missing", "sid": "0a", "bucket_type": "USERNAMES", "value": "recentrow", "subject_id": 10}]',
+         ARRAY['02', '03', '0a'], ARRAY['USERNAMES', 'USERNAMES', 'USERNAMES'],
+         ARRAY['drift', 'gone-renamed', 'recentrow'], ARRAY[3, 3, 10]::bigint[], ARRAY['0a']) k;
