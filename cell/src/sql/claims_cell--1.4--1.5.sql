@@ -1,0 +1,17 @@
+/* claims_cell--1.4--1.5.sql: verify() compares in C. */
+
+\echo Use "ALTER EXTENSION claims_cell UPDATE TO '1.5'" to load this file. \quit
+
+#include "udfs/store_list_records_page/1.5.sql"
+
+#include "udfs/verify_list_store_pages/1.5.sql"
+
+#include "udfs/verify_compare/1.5.sql"
+
+#include "udfs/verify_keep_fixes/1.5.sql"
+
+#include "udfs/verify_slice/1.5.sql"
+
+-- verify_repair(): a batch's fixes that fit one lease go to it as they
+-- are, without being grouped into chunks again.
+#include "udfs/verify_repair/1.5.sql"
