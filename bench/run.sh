@@ -194,7 +194,7 @@ start_server() {
     fi
     WORK="$(mktemp -d /tmp/claims-bench.XXXXXX)" || die "mktemp failed"
     SOCK="$WORK/sock"
-    mkdir -p "$WORK/sock" "$WORK/logs" "$WORK/out"
+    mkdir -p "$WORK/sock" "$WORK/logs" "$WORK/out" "$WORK/wal"
     [ "$(id -u)" -eq 0 ] && chown -R "$RUN_USER:" "$WORK"
     trap cleanup EXIT
     trap 'exit 130' INT TERM
@@ -260,7 +260,7 @@ bench_cells() {
 # superuser, lookups come from the router, everything else from a cell.
 script_user() {
     case "$1" in
-        *_floor.sql) echo bench ;;
+        *_floor.sql | *_plpgsql.sql) echo bench ;;
         cell_*.sql) echo bench ;;
         lookup.sql) echo bench_router ;;
         *) echo bench_cell ;;
@@ -369,12 +369,15 @@ run_pgbench() {
         "$PRE_HOOK" "$run" "$clients" "$db" >/dev/null || return
     fi
     psql_db "$db" -c CHECKPOINT >/dev/null 2>&1
+    # WAL written during the run (server-wide: the runs are alone on it).
+    local lsn0 lsn1 ntx
+    lsn0="$(psql_val "$db" "SELECT pg_current_wal_insert_lsn()")"
     # A floor is the best plain SQL: generic plans, as PostgreSQL would
     # otherwise re-plan its data-modifying CTEs on every execution. (The
     # extension's own statements get generic plans without being told.)
     local pgopts=""
     case "$script" in
-        *_floor.sql) pgopts="-c plan_cache_mode=force_generic_plan" ;;
+        *_floor.sql | *_plpgsql.sql) pgopts="-c plan_cache_mode=force_generic_plan" ;;
         *_worker.sql) pgopts="-c claims_cell.finish_leases_in=worker" ;;
     esac
     PGOPTIONS="$pgopts" "$BINDIR/pgbench" -n -M prepared -h "$SOCK" -p "$PORT" -U "$(script_user "$script")" \
@@ -385,7 +388,16 @@ run_pgbench() {
         --log --log-prefix="$WORK/logs/${tag}_r$round" \
         -f "$BENCH_DIR/$script" "$@" "$db" >"$out" 2>&1
     local rc=$?
+    lsn1="$(psql_val "$db" "SELECT pg_current_wal_insert_lsn()")"
     tps="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out")"
+    ntx="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")"
+    if [ -n "$lsn0" ] && [ -n "$lsn1" ] && [ -n "$ntx" ]; then
+        # Bytes, transactions, and of the bytes the full-page images (the
+        # first change of each page after the CHECKPOINT above).
+        echo "$(psql_val "$db" "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')") $ntx $(as_server "$BINDIR/pg_waldump" \
+            -p "$WORK/data/pg_wal" -s "$lsn0" -e "$lsn1" --stats 2>/dev/null | awk '$1 == "Total" { print $5 }')" \
+            >>"$WORK/wal/$tag"
+    fi
     if [ "$rc" -ne 0 ] || [ -z "$tps" ] || grep -q "aborted" "$out"; then
         echo "run.sh: pgbench $tag round $round failed (status $rc):" >&2
         grep -E "error|ERROR|abort" "$out" | head -n 5 >&2
@@ -403,11 +415,20 @@ ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (a == "ERROR" || b == "ERROR" || b == 0) print "-"; else printf "%.2f\n", a / b }'
 }
 
+# WAL bytes per pgbench transaction of a tag (all rounds pooled), with the
+# part that full-page images took in parentheses, or "-".
+wal_per_tx() {
+    awk '{ b += $1; n += $2; f += $3 }
+         END { if (n > 0) printf "%.0f (%.0f)\n", b / n, f / n; else print "-" }' \
+        "$WORK/wal/$1" 2>/dev/null || echo -
+}
+
 # Append a result row: label clients tps mult tag ratio basis [spread].
 emit_row() {
     local label="$1" clients="$2" tps="$3" mult="$4" tag="$5" rat="$6" basis="$7" spread="${8:-}"
-    local cps p50 p99
+    local cps p50 p99 wal
     read -r p50 p99 <<<"$(percentiles "$tag")"
+    wal="$(wal_per_tx "$tag")"
     if [ "$tps" = ERROR ]; then
         cps=- p50=- p99=-
         FAILURES=$((FAILURES + 1))
@@ -416,8 +437,8 @@ emit_row() {
     else
         cps="$(awk -v t="$tps" -v m="$mult" 'BEGIN { printf "%.0f", t * m }')"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$clients" "$tps" "$cps" "$p50" "$p99" "$rat" "$basis" "$spread" \
-        >>"$WORK/results.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$clients" "$tps" "$cps" "$p50" "$p99" "$rat" "$basis" "$spread" \
+        "$wal" >>"$WORK/results.tsv"
 }
 
 # compare KEY CLIENTS MULT BASIS  LABEL_A DB_A SCRIPT_A  LABEL_B DB_B SCRIPT_B [pgbench args]
@@ -459,6 +480,46 @@ compare() {
     progress "  -> $la $ma tx/s, $lb $mb tx/s (round ratios $spread)"
     emit_row "$la" "$clients" "$ma" "$mult" "$taga" "$(ratio "$ma" "$mb")" "$basis" "$spread"
     emit_row "$lb" "$clients" "$mb" "$mult" "$tagb" "" ""
+}
+
+# compare3 KEY CLIENTS MULT  LABEL_A SCRIPT_A  LABEL_B SCRIPT_B  LABEL_C SCRIPT_C:
+# A against two references on $DB, run A B C, C B A, ... Rows: A (ratio
+# of B), B, C (ratio of B), and A again with its ratio of C ("<A>, against
+# <C>"). Each ratio has its round ratios beside it.
+compare3() {
+    local key="$1" clients="$2" mult="$3" la="$4" sa="$5" lb="$6" sb="$7" lc="$8" sc="$9"
+    local r i ta="" tb="" tc="" ma mb mc
+    local tags=("${key}_a_c$clients" "${key}_b_c$clients" "${key}_c_c$clients")
+    local labels=("$la" "$lb" "$lc") scripts=("$sa" "$sb" "$sc") order
+    for ((r = 1; r <= ROUNDS; r++)); do
+        if [ $((r % 2)) -eq 1 ]; then order="0 1 2"; else order="2 1 0"; fi
+        for i in $order; do
+            progress "${labels[$i]}, $clients clients, round $r/$ROUNDS"
+            run_pgbench "${tags[$i]}" "$r" "$DB" "${scripts[$i]}" "$clients" "$SECS"
+            case $i in 0) ta="$ta $TPS" ;; 1) tb="$tb $TPS" ;; 2) tc="$tc $TPS" ;; esac
+        done
+    done
+    ma="$(mean $ta)" mb="$(mean $tb)" mc="$(mean $tc)"
+    local sab scb sac
+    sab="$(round_spread "$ta" "$tb")" scb="$(round_spread "$tc" "$tb")" sac="$(round_spread "$ta" "$tc")"
+    progress "  -> $la $ma tx/s, $lb $mb tx/s, $lc $mc tx/s (round ratios to $lb $sab, to $lc $sac)"
+    emit_row "$la" "$clients" "$ma" "$mult" "${tags[0]}" "$(ratio "$ma" "$mb")" "$lb" "$sab"
+    emit_row "$lb" "$clients" "$mb" "$mult" "${tags[1]}" "" ""
+    emit_row "$lc" "$clients" "$mc" "$mult" "${tags[2]}" "$(ratio "$mc" "$mb")" "$lb" "$scb"
+    emit_row "$la, against $lc" "$clients" "$ma" "$mult" "${tags[0]}" "$(ratio "$ma" "$mc")" "$lc" "$sac"
+}
+
+# round_spread "A1 A2 ..." "B1 B2 ...": lowest-highest of the per-round ratios.
+round_spread() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        for (i = 1; i <= n; i++) {
+            if (x[i] == "ERROR" || y[i] == "ERROR" || y[i] == 0) { print "-"; exit }
+            r = x[i] / y[i]
+            if (i == 1 || r < lo) lo = r
+            if (i == 1 || r > hi) hi = r
+        }
+        if (n > 1) printf "%.2f-%.2f\n", lo, hi }'
 }
 
 # compare_scale KEY LABEL SCRIPT MULT [pgbench args]: SCRIPT on the scale store
@@ -723,15 +784,15 @@ fmt_table() {
     awk -F'\t' -v md="$1" '
         BEGIN {
             if (md) {
-                print "| scenario | clients | tx/s | claims/s | p50 ms | p99 ms | ratio | round ratios |"
-                print "|---|---:|---:|---:|---:|---:|---|---|"
+                print "| scenario | clients | tx/s | claims/s | p50 ms | p99 ms | WAL B/tx (FPI) | ratio | round ratios |"
+                print "|---|---:|---:|---:|---:|---:|---:|---|---|"
             } else
-                printf "%-32s %7s %10s %10s %8s %8s  %-14s %s\n", "scenario", "clients", "tx/s", "claims/s", "p50 ms", "p99 ms", "ratio", "round ratios"
+                printf "%-32s %7s %10s %10s %8s %8s %14s  %-16s %s\n", "scenario", "clients", "tx/s", "claims/s", "p50 ms", "p99 ms", "WAL B/tx (FPI)", "ratio", "round ratios"
         }
         {
             r = ($7 == "") ? "" : $7 " of " $8
-            if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, r, $9
-            else printf "%-32s %7s %10s %10s %8s %8s  %-14s %s\n", $1, $2, $3, $4, $5, $6, r, $9
+            if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $10, r, $9
+            else printf "%-32s %7s %10s %10s %8s %8s %14s  %-16s %s\n", $1, $2, $3, $4, $5, $6, $10, r, $9
         }' "$WORK/results.tsv"
 }
 
@@ -741,7 +802,10 @@ targets() {
         function check(name, ok, val) {
             printf "%s %s (%s)\n", ok ? "PASS" : "MISS", name, val
         }
-        $8 == "floor" && $1 == "signup" && $2 == 8 { check("signup, 8 clients, >= 0.90 of its floor", $7 >= 0.90, $7) }
+        $8 == "signup floor" && $1 == "signup" && ($2 == 8 || $2 == 16) {
+            check("signup, " $2 " clients, >= 1.00 of its floor", $7 >= 1.00, $7 ", rounds " $9) }
+        $8 == "signup plpgsql" && $1 == "signup, against signup plpgsql" && ($2 == 8 || $2 == 16) {
+            check("signup, " $2 " clients, ahead of the plain PL/pgSQL signup", $7 > 1.00, $7 ", rounds " $9) }
         $8 == "floor" && $1 ~ /^backfill/ { check("backfill, " $2 " clients, >= 0.80 of its floor", $7 >= 0.80, $7) }
         $8 == "floor" && $1 == "lookup" { check("routing lookup, " $2 " clients, >= 0.90 of a plain indexed SELECT", $7 >= 0.90, $7) }
         $8 == "empty" && $1 ~ /^signup/ && $1 !~ /floor/ { check("signup with " scale " claims, " $2 " clients, >= 0.80 of empty", $7 >= 0.80, $7) }
@@ -809,7 +873,11 @@ report() {
         echo "the row over mean tx/s of its reference, run alternately with it (A B, B A, A B ...):"
         echo "\"floor\" is the same writes or read in plain SQL without validation (generic plans),"
         echo "\"empty\" the same scenario on the empty store. round ratios: lowest and highest ratio"
-        echo "of one round's pair, a measure of the machine's noise."
+        echo "of one round's pair, a measure of the machine's noise. WAL B/tx: bytes of WAL"
+        echo "written during the row's runs (pg_current_wal_insert_lsn before and after each"
+        echo "run, server-wide) over its transactions; in parentheses the part that full-page"
+        echo "images took (pg_waldump --stats), the first change of each page after the"
+        echo "CHECKPOINT that precedes every run."
         echo
         fmt_table 1
         echo
@@ -822,6 +890,12 @@ report() {
         echo "  primary-key inserts land on random index pages; the extension's time-ordered"
         echo "  uuids append at the right edge. That is why the signup floor loses more than the"
         echo "  extension when 5 million claims are loaded."
+        echo "- \"signup plpgsql\" is the same lease protocol as plain PL/pgSQL functions over"
+        echo "  the store's tables (bench_pl_begin_update and bench_pl_commit in setup.sql: type"
+        echo "  names resolved through the registries, SHA-256 digests, lease and claims in"
+        echo "  key order; no history, no role check, no statistics), called as the superuser"
+        echo "  with generic plans. It runs in rotation with the store and the floor (A B C,"
+        echo "  C B A, ...); the row \"signup, against signup plpgsql\" is the store's ratio to it."
         echo "- shared_buffers defaults to a quarter of RAM so that both stores stay cached: on a"
         echo "  virtual machine whose OS page cache does not last, every read outside"
         echo "  shared_buffers goes to the disk, and the scale rows would measure the disk."
@@ -906,7 +980,8 @@ main() {
     fi
     if wants signup; then
         for c in $CLIENTS; do
-            compare signup "$c" 4 floor "signup" "$DB" signup.sql "signup floor" "$DB" signup_floor.sql
+            compare3 signup "$c" 4 "signup" signup.sql "signup floor" signup_floor.sql \
+                "signup plpgsql" signup_plpgsql.sql
         done
     fi
     if wants lookup; then

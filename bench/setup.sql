@@ -268,3 +268,79 @@ BEGIN
     RETURN st;
 END
 $$;
+
+-- The signup's reference in plain PL/pgSQL: the same lease protocol over
+-- the store's own tables (no history, no role check, no statistics), as
+-- an application would write it without the extension. Begin reads the
+-- records of a create-only request, resolves the type names through the
+-- registries, hashes the values, and inserts the lease and its
+-- LEASE_CREATING claims in (bucket type, digest) order; a value already
+-- claimed fails the unique index (23505). Commit marks the lease committed
+-- and its claims ACTIVE, or fails when the lease is not the cell's
+-- outstanding lease (P0002).
+CREATE FUNCTION bench_pl_begin_update(request jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    cell bigint := (request ->> 'cell_id')::bigint;
+    lease uuid := gen_random_uuid();
+    n int;
+    known int;
+    types int[];
+    digests bytea[];
+    vals text[];
+    stypes int[];
+    sids bigint[];
+    srcts int[];
+    srcids bytea[];
+BEGIN
+    IF cell IS NULL OR cell <= 0 THEN
+        RAISE EXCEPTION 'invalid request at $.cell_id' USING ERRCODE = '22023';
+    END IF;
+    SELECT count(*), count(bt.type_id) FILTER (WHERE st.type_id IS NOT NULL AND so.type_id IS NOT NULL
+                                               AND r.val <> ''),
+           array_agg(bt.type_id ORDER BY bt.type_id, r.d), array_agg(r.d ORDER BY bt.type_id, r.d),
+           array_agg(r.val ORDER BY bt.type_id, r.d), array_agg(st.type_id ORDER BY bt.type_id, r.d),
+           array_agg(r.sid ORDER BY bt.type_id, r.d), array_agg(so.type_id ORDER BY bt.type_id, r.d),
+           array_agg(int8send(r.srcid) ORDER BY bt.type_id, r.d)
+      INTO n, known, types, digests, vals, stypes, sids, srcts, srcids
+      FROM (SELECT e -> 'bucket' ->> 'type' AS btype, e -> 'bucket' ->> 'value' AS val,
+                   sha256(convert_to(e -> 'bucket' ->> 'value', 'UTF8')) AS d,
+                   e -> 'subject' ->> 'type' AS stype, (e -> 'subject' ->> 'id')::bigint AS sid,
+                   e -> 'source' ->> 'type' AS srct,
+                   (e -> 'source' ->> 'rails_primary_key_id')::bigint AS srcid
+              FROM jsonb_array_elements(request -> 'create_records') AS e) AS r
+      LEFT JOIN claim_bucket_types bt ON bt.name = r.btype
+      LEFT JOIN claim_subject_types st ON st.name = r.stype
+      LEFT JOIN claim_source_types so ON so.name = r.srct;
+    IF n = 0 OR known <> n THEN
+        RAISE EXCEPTION 'invalid request at $.create_records' USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO claim_leases (uuid, creator_id, payload, claim_types, claim_digests, creates_only)
+    VALUES (lease, cell, request, types, digests, true);
+    INSERT INTO claims (uuid, bucket_type, bucket_value, bucket_digest, subject_type, subject_id,
+                        source_type, source_id, creator_id, lease_uuid, status)
+    SELECT gen_random_uuid(), k.t, k.v, k.d, k.st, k.sid, k.so, k.srcid, cell, lease, 'LEASE_CREATING'
+      FROM unnest(types, vals, digests, stypes, sids, srcts, srcids) WITH ORDINALITY
+           AS k(t, v, d, st, sid, so, srcid, i)
+     ORDER BY k.i;
+    RETURN jsonb_build_object('cell_id', cell::text, 'lease_uuid', lease);
+END
+$$;
+
+CREATE FUNCTION bench_pl_commit(cell bigint, lease uuid) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    types int[];
+    digests bytea[];
+BEGIN
+    UPDATE claim_leases SET state = 'committed', updated_at = now(), finished_at = now()
+     WHERE uuid = lease AND creator_id = cell AND state = 'outstanding'
+    RETURNING claim_types, claim_digests INTO types, digests;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'lease % is not an outstanding lease of cell %', lease, cell USING ERRCODE = 'P0002';
+    END IF;
+    UPDATE claims c SET status = 'ACTIVE', lease_uuid = NULL, updated_at = now()
+      FROM unnest(types, digests) AS k(t, d)
+     WHERE c.bucket_type = k.t AND c.bucket_digest = k.d AND c.lease_uuid = lease;
+END
+$$;
