@@ -372,6 +372,8 @@ run_pgbench() {
     # WAL written during the run (server-wide: the runs are alone on it).
     local lsn0 lsn1 ntx
     lsn0="$(psql_val "$db" "SELECT pg_current_wal_insert_lsn()")"
+    local ticks0 ticks1
+    ticks0="$(server_ticks)"
     # A floor is the best plain SQL: generic plans, as PostgreSQL would
     # otherwise re-plan its data-modifying CTEs on every execution. (The
     # extension's own statements get generic plans without being told.)
@@ -389,6 +391,8 @@ run_pgbench() {
         -f "$BENCH_DIR/$script" "$@" "$db" >"$out" 2>&1
     local rc=$?
     lsn1="$(psql_val "$db" "SELECT pg_current_wal_insert_lsn()")"
+    wait_backends_gone
+    ticks1="$(server_ticks)"
     tps="$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out")"
     ntx="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")"
     if [ -n "$lsn0" ] && [ -n "$lsn1" ] && [ -n "$ntx" ]; then
@@ -397,6 +401,8 @@ run_pgbench() {
         echo "$(psql_val "$db" "SELECT pg_wal_lsn_diff('$lsn1', '$lsn0')") $ntx $(as_server "$BINDIR/pg_waldump" \
             -p "$WORK/data/pg_wal" -s "$lsn0" -e "$lsn1" --stats 2>/dev/null | awk '$1 == "Total" { print $5 }')" \
             >>"$WORK/wal/$tag"
+        # Server CPU (all processes, ticks of 1/CLK_TCK s) and transactions.
+        [ -n "$ticks0" ] && [ -n "$ticks1" ] && echo "$((ticks1 - ticks0)) $ntx" >>"$WORK/wal/$tag.cpu"
     fi
     if [ "$rc" -ne 0 ] || [ -z "$tps" ] || grep -q "aborted" "$out"; then
         echo "run.sh: pgbench $tag round $round failed (status $rc):" >&2
@@ -415,6 +421,32 @@ ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (a == "ERROR" || b == "ERROR" || b == 0) print "-"; else printf "%.2f\n", a / b }'
 }
 
+# CPU ticks the server has used so far: the postmaster and its live
+# children, and the children that exited (the postmaster's cutime/cstime).
+server_ticks() {
+    local pm
+    pm="$(head -n 1 "$WORK/data/postmaster.pid" 2>/dev/null)" || return
+    # (cat, not awk, opens the files: a process may exit meanwhile.)
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pm" '
+        {
+            pid = $1
+            sub(/^.*\) /, "")      # fields from state on: state=$1, ppid=$2
+            if (pid == pm) t += $12 + $13 + $14 + $15
+            else if ($2 == pm) t += $12 + $13
+        }
+        END { print t + 0 }'
+}
+
+# Wait (up to 10 s) until the backends of a finished pgbench run are gone,
+# so that their CPU time has reached the postmaster's children's total.
+wait_backends_gone() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        [ "$(psql_val postgres "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")" = 0 ] && return
+        sleep 0.1
+    done
+}
+
 # WAL bytes per pgbench transaction of a tag (all rounds pooled), with the
 # part that full-page images took in parentheses, or "-".
 wal_per_tx() {
@@ -423,12 +455,22 @@ wal_per_tx() {
         "$WORK/wal/$1" 2>/dev/null || echo -
 }
 
+# Server CPU milliseconds per pgbench transaction of a tag (all rounds
+# pooled), or "-": a measure of work that other load on the machine
+# disturbs much less than it disturbs tx/s.
+cpu_per_tx() {
+    awk -v hz="$(getconf CLK_TCK)" '{ t += $1; n += $2 }
+         END { if (n > 0) printf "%.3f\n", t * 1000 / hz / n; else print "-" }' \
+        "$WORK/wal/$1.cpu" 2>/dev/null || echo -
+}
+
 # Append a result row: label clients tps mult tag ratio basis [spread].
 emit_row() {
     local label="$1" clients="$2" tps="$3" mult="$4" tag="$5" rat="$6" basis="$7" spread="${8:-}"
-    local cps p50 p99 wal
+    local cps p50 p99 wal cpu
     read -r p50 p99 <<<"$(percentiles "$tag")"
     wal="$(wal_per_tx "$tag")"
+    cpu="$(cpu_per_tx "$tag")"
     if [ "$tps" = ERROR ]; then
         cps=- p50=- p99=-
         FAILURES=$((FAILURES + 1))
@@ -437,8 +479,8 @@ emit_row() {
     else
         cps="$(awk -v t="$tps" -v m="$mult" 'BEGIN { printf "%.0f", t * m }')"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$clients" "$tps" "$cps" "$p50" "$p99" "$rat" "$basis" "$spread" \
-        "$wal" >>"$WORK/results.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$clients" "$tps" "$cps" "$p50" "$p99" "$rat" "$basis" "$spread" \
+        "$wal" "$cpu" >>"$WORK/results.tsv"
 }
 
 # compare KEY CLIENTS MULT BASIS  LABEL_A DB_A SCRIPT_A  LABEL_B DB_B SCRIPT_B [pgbench args]
@@ -784,15 +826,15 @@ fmt_table() {
     awk -F'\t' -v md="$1" '
         BEGIN {
             if (md) {
-                print "| scenario | clients | tx/s | claims/s | p50 ms | p99 ms | WAL B/tx (FPI) | ratio | round ratios |"
-                print "|---|---:|---:|---:|---:|---:|---:|---|---|"
+                print "| scenario | clients | tx/s | claims/s | p50 ms | p99 ms | WAL B/tx (FPI) | CPU ms/tx | ratio | round ratios |"
+                print "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
             } else
-                printf "%-32s %7s %10s %10s %8s %8s %14s  %-16s %s\n", "scenario", "clients", "tx/s", "claims/s", "p50 ms", "p99 ms", "WAL B/tx (FPI)", "ratio", "round ratios"
+                printf "%-32s %7s %10s %10s %8s %8s %14s %9s  %-16s %s\n", "scenario", "clients", "tx/s", "claims/s", "p50 ms", "p99 ms", "WAL B/tx (FPI)", "CPU ms/tx", "ratio", "round ratios"
         }
         {
             r = ($7 == "") ? "" : $7 " of " $8
-            if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $10, r, $9
-            else printf "%-32s %7s %10s %10s %8s %8s %14s  %-16s %s\n", $1, $2, $3, $4, $5, $6, $10, r, $9
+            if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $10, $11, r, $9
+            else printf "%-32s %7s %10s %10s %8s %8s %14s %9s  %-16s %s\n", $1, $2, $3, $4, $5, $6, $10, $11, r, $9
         }' "$WORK/results.tsv"
 }
 
@@ -877,7 +919,9 @@ report() {
         echo "written during the row's runs (pg_current_wal_insert_lsn before and after each"
         echo "run, server-wide) over its transactions; in parentheses the part that full-page"
         echo "images took (pg_waldump --stats), the first change of each page after the"
-        echo "CHECKPOINT that precedes every run."
+        echo "CHECKPOINT that precedes every run. CPU ms/tx: CPU time of all the server's processes"
+        echo "during the row's runs (/proc: the postmaster, its children, and the backends that"
+        echo "exited) over its transactions; other load on the machine moves it much less than tx/s."
         echo
         fmt_table 1
         echo
