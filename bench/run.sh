@@ -14,10 +14,13 @@
 #                (cell_setup.sql), for the claimed signup's comparison.
 # Then runs every scenario with pgbench -M prepared and prints one table:
 # scenario, clients, transactions/s, claims/s, latency p50/p99 (from the
-# per-transaction logs) and the ratio to the scenario's floor (a plain SQL
-# script doing the same writes or read without validation) or, for the
-# scale runs, to the same scenario on the empty store. A scenario and its
-# reference run alternately (A B B A ...) and the ratio is of the means.
+# per-transaction logs), WAL bytes per transaction (full-page images in
+# parentheses), server CPU ms per transaction, and the ratio to the
+# scenario's floor (a plain SQL script doing the same writes or read without
+# validation) or, for the scale runs, to the same scenario on the empty
+# store. The signup also runs against signup_plpgsql.sql, the same protocol
+# as plain PL/pgSQL functions (setup.sql). A scenario and its references run
+# alternately (A B B A ..., A B C C B A ...) and the ratio is of the means.
 # Prints the contention outcomes by SQLSTATE and the targets met or missed.
 # The latest full run is kept in bench/RESULTS.md.
 #
