@@ -393,6 +393,8 @@ run_pgbench() {
         --log --log-prefix="$WORK/logs/${tag}_r$round" \
         -f "$BENCH_DIR/$script" "$@" "$db" >"$out" 2>&1
     local rc=$?
+    # The machine's 1-minute load average as the run ends (others share it).
+    cut -d' ' -f1 /proc/loadavg >>"$WORK/loadavg"
     lsn1="$(psql_val "$db" "SELECT pg_current_wal_insert_lsn()")"
     wait_backends_gone
     ticks1="$(server_ticks)"
@@ -899,6 +901,7 @@ machine() {
     echo "- extension: $EXT_INFO$([ "$so_now" != "$SO_AT_START" ] && echo "; claims.so was reinstalled during the run ($so_now), the server kept the library it started with")"
     echo "- runs: ${SECS}s per pgbench run, $ROUNDS alternating round(s) per comparison (A B B A ...), pgbench -M prepared, -j min(clients, $NPROC)"
     echo "- database sizes after loading: $DB_SIZES"
+    [ -s "$WORK/loadavg" ] && echo "- load during the run (1-minute load average as each pgbench run ended, $(wc -l <"$WORK/loadavg") runs, on $NPROC CPUs): $(sort -n "$WORK/loadavg" | awk '{ v[NR] = $1 } END { printf "min %s, median %s, max %s", v[1], v[int((NR + 1) / 2)], v[NR] }')"
     echo "- data: empty store = $LOOKUP lookup claims + scanned cell ($((SCAN_USERS * 3)) claims, $REC_PAGES pages of <= $RECORD_PAGE) + reconciled cell ($LEASES outstanding leases, $LEASE_PAGES pages of $LEASE_PAGE); scale store = $SCALE bulk claims + the scanned cell"
 }
 
