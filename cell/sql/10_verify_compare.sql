@@ -159,3 +159,9 @@ SELECT k.skipped, (SELECT string_agg(f->>'kind' || ' ' || (f->>'value'), ', ') F
            {"kind": "missing", "sid": "0a", "bucket_type": "USERNAMES", "value": "recentrow", "subject_id": 10}]',
          ARRAY['02', '03', '0a'], ARRAY['USERNAMES', 'USERNAMES', 'USERNAMES'],
          ARRAY['drift', 'gone-renamed', 'recentrow'], ARRAY[3, 3, 10]::bigint[], ARRAY['0a']) k;
+-- a listing page that is not JSON is the store's protocol violation (08P01)
+\set VERBOSITY sqlstate
+SELECT * FROM claims_cell.verify_compare(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    ARRAY['{"records": [{"metadata": }], "truncated": false}'], ARRAY['{"records": [], "truncated": false}'],
+    NULL, NULL, '2026-01-01');
+\set VERBOSITY terse

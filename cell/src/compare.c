@@ -246,10 +246,15 @@ verify_parse_scalar(void *state, char *token, JsonTokenType tokentype)
 	CELL_JSON_DONE;
 }
 
-/* Run the parser p over the JSON text of len bytes with callbacks sem. */
+/*
+ * Run the parser p over the JSON text of len bytes with callbacks sem; text
+ * that is not JSON is the store's protocol violation (08P01).
+ */
 static void
 verify_parse_text(VerifyParse *p, JsonSemAction *sem, char *json, int len)
 {
+	JsonParseErrorType res;
+
 #if PG_VERSION_NUM >= 170000
 	p->lex = makeJsonLexContextCstringLen(NULL, json, len, GetDatabaseEncoding(), true);
 #else
@@ -261,7 +266,12 @@ verify_parse_text(VerifyParse *p, JsonSemAction *sem, char *json, int len)
 	sem->array_start = verify_parse_array_start;
 	sem->array_end = verify_parse_array_end;
 	sem->object_field_start = verify_parse_field_start;
-	pg_parse_json_or_ereport(p->lex, sem);
+	res = pg_parse_json(p->lex, sem);
+	if (res != JSON_SUCCESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store sent a listing of records that is not valid JSON"),
+				 errdetail("%s", json_errdetail(res, p->lex))));
 }
 
 /* A page's scalars: the top-level "truncated", each record's source id. */
@@ -279,50 +289,20 @@ verify_page_scalar(void *state, char *token, JsonTokenType tokentype)
 }
 
 /*
- * The page's truncated flag and last source id read from its end, as the
- * store's jsonb output lays it out: ..."rails_primary_key_id": "x"...],
- * "truncated": true}. Inside a string every quote is escaped, so the key
- * with its unescaped quotes is a real key. False when the text is laid out
- * otherwise (the caller then parses it).
+ * Is the page the store's last one? Its text ends with the top-level
+ * "truncated" member, as the store's jsonb output lays it out: ...],
+ * "truncated": false}. A truncated page is parsed for its last record's
+ * source id: the text near its end may be a record's user_data, any JSON
+ * a client gave, keys included.
  */
 static bool
-verify_page_tail(const char *page, bool *truncated, char **last_sid)
+verify_page_is_last(const char *page)
 {
-	static const char t_true[] = "\"truncated\": true}";
 	static const char t_false[] = "\"truncated\": false}";
-	static const char key[] = "\"rails_primary_key_id\": \"";
 	size_t		len = strlen(page);
-	size_t		klen = sizeof(key) - 1;
-	const char *start;
-	const char *end;
+	size_t		tlen = sizeof(t_false) - 1;
 
-	*last_sid = NULL;
-	if (len >= sizeof(t_false) - 1 &&
-		memcmp(page + len - (sizeof(t_false) - 1), t_false, sizeof(t_false) - 1) == 0)
-	{
-		*truncated = false;
-		return true;
-	}
-	if (len < sizeof(t_true) - 1 ||
-		memcmp(page + len - (sizeof(t_true) - 1), t_true, sizeof(t_true) - 1) != 0)
-		return false;
-	*truncated = true;
-	if (len < klen)
-		return false;
-	/* the last occurrence of the key */
-	for (start = page + len - klen;; start--)
-	{
-		if (memcmp(start, key, klen) == 0)
-			break;
-		if (start == page)
-			return false;
-	}
-	start += klen;
-	end = strchr(start, '"');
-	if (end == NULL || memchr(start, '\\', end - start) != NULL)
-		return false;
-	*last_sid = pnstrdup(start, end - start);
-	return true;
+	return len >= tlen && memcmp(page + len - tlen, t_false, tlen) == 0;
 }
 
 /*
@@ -331,7 +311,7 @@ verify_page_tail(const char *page, bool *truncated, char **last_sid)
  * claims_list_records as the text the store sent, whether it says it is
  * truncated, and its last record's source id (base64), read from the text
  * without building jsonb. Raises what the store raises, 08006 when it
- * cannot be reached.
+ * cannot be reached, 08P01 when the page is not JSON.
  */
 Datum
 claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
@@ -350,7 +330,7 @@ claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
 								  "claims_list_records",
 								  "the claims store refused to list this cell's records");
 	memset(&p, 0, sizeof(p));
-	if (!verify_page_tail(page, &p.truncated, &p.last_sid))
+	if (!verify_page_is_last(page))
 	{
 		memset(&sem, 0, sizeof(sem));
 		sem.scalar = verify_page_scalar;
