@@ -708,15 +708,27 @@ verify_classify_entry(VerifyCompare *vc, VerifyEntry *e, VerifyRecord *r, bool c
 		verify_add_fix(vc, "drifted", e, r);
 }
 
+/* Has a record no bucket type or value (it can match nothing)? */
+static inline bool
+verify_record_unkeyed(const VerifyRecord *r)
+{
+	return r->bucket_type == NULL || r->value == NULL;
+}
+
 /*
  * The store's side: the two listings merged by value, the first's record
  * kept where both have it (as COALESCE(r1, r2)), changed where they differ.
+ * A record without a bucket type or value matches nothing, not even itself
+ * in the other listing (SQL's = on NULL in the full join of 1.4): it comes
+ * once from each listing, changed, even when the listings are the same.
  */
 static VerifyRecord *
 verify_merge_listings(VerifyRecords *r1, VerifyRecords *r2, bool same, bool **changed, int *n)
 {
-	VerifyRecord *out = palloc(sizeof(VerifyRecord) * Max(r1->n + r2->n, 1));
-	bool	   *ch = palloc(sizeof(bool) * Max(r1->n + r2->n, 1));
+	VerifyRecords *second = same ? r1 : r2;
+	int			max = r1->n + second->n;
+	VerifyRecord *out = palloc(sizeof(VerifyRecord) * Max(max, 1));
+	bool	   *ch = palloc(sizeof(bool) * Max(max, 1));
 	int			i = 0,
 				j = 0,
 				k = 0;
@@ -724,30 +736,34 @@ verify_merge_listings(VerifyRecords *r1, VerifyRecords *r2, bool same, bool **ch
 	qsort(r1->recs, r1->n, sizeof(VerifyRecord), verify_record_cmp);
 	if (!same)
 		qsort(r2->recs, r2->n, sizeof(VerifyRecord), verify_record_cmp);
-	while (i < r1->n || (!same && j < r2->n))
+	while (i < r1->n || j < second->n)
 	{
 		int			c;
 
-		if (same || j >= r2->n)
+		if (j >= second->n)
 			c = -1;
 		else if (i >= r1->n)
 			c = 1;
+		else if (verify_record_unkeyed(&r1->recs[i]))
+			c = -1;
+		else if (verify_record_unkeyed(&second->recs[j]))
+			c = 1;
 		else
-			c = verify_record_cmp(&r1->recs[i], &r2->recs[j]);
+			c = verify_record_cmp(&r1->recs[i], &second->recs[j]);
 		if (c < 0)
 		{
 			out[k] = r1->recs[i++];
-			ch[k++] = !same;
+			ch[k++] = true;
 		}
 		else if (c > 0)
 		{
-			out[k] = r2->recs[j++];
+			out[k] = second->recs[j++];
 			ch[k++] = true;
 		}
 		else
 		{
 			VerifyRecord *a = &r1->recs[i++];
-			VerifyRecord *b = &r2->recs[j++];
+			VerifyRecord *b = &second->recs[j++];
 
 			out[k] = *a;
 			ch[k++] = a->textlen != b->textlen || memcmp(a->text, b->text, a->textlen) != 0;
