@@ -183,3 +183,10 @@ SELECT * FROM claims_cell.verify_compare(NULL, NULL, NULL, NULL, NULL, NULL, NUL
     ARRAY['{"records": [{"metadata": }], "truncated": false}'], ARRAY['{"records": [], "truncated": false}'],
     NULL, NULL, '2026-01-01');
 \set VERBOSITY terse
+-- arrays of different lengths are refused, naming the argument
+SELECT * FROM claims_cell.verify_keep_fixes('[]', ARRAY['02', '03'], ARRAY['USERNAMES', 'USERNAMES'],
+                                            ARRAY['drift'], ARRAY[3, 3]::bigint[], NULL);
+SELECT * FROM claims_cell.verify_compare(ARRAY['02'], ARRAY['2'], ARRAY['USERNAMES'], ARRAY['drift'], ARRAY['USER'],
+                                         ARRAY[3, 4]::bigint[], ARRAY['RAILS_TABLE_USERS'], ARRAY['username'],
+                                         '{}', '{}', NULL, '{}', '2026-01-01');
+SELECT * FROM claims_cell.verify_keep_fixes('[1]', NULL, NULL, NULL, NULL, NULL);

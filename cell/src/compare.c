@@ -470,7 +470,8 @@ verify_text_column(ArrayType *arr, int n, const char *name)
 	if (count != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_compare: %s has %d elements, expected %d", name, count, n)));
+				 errmsg("array argument \"%s\" has %d elements, but \"sids\" has %d",
+						name, count, n)));
 	for (int i = 0; i < n; i++)
 		out[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
 	return out;
@@ -503,7 +504,8 @@ verify_entries(FunctionCallInfo fcinfo, int *n)
 	if (nsj != count)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_compare: subject_ids has %d elements, expected %d", nsj, count)));
+				 errmsg("array argument \"%s\" has %d elements, but \"sids\" has %d",
+						"subject_ids", nsj, count)));
 	for (int i = 0; i < count; i++)
 	{
 		VerifyEntry *e = &es[i];
@@ -861,7 +863,7 @@ claims_cell_verify_compare(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(8) || PG_ARGISNULL(9) || PG_ARGISNULL(12))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("verify_compare: stored, stored2 and cutoff must not be NULL")));
+				 errmsg("arguments \"stored\", \"stored2\" and \"cutoff\" must not be null")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
@@ -969,7 +971,8 @@ verify_held(FunctionCallInfo fcinfo, char **recent, int nrecent, int *n)
 	if (nsj != count)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_keep_fixes: subject_ids has %d elements, expected %d", nsj, count)));
+				 errmsg("array argument \"%s\" has %d elements, but \"sids\" has %d",
+						"subject_ids", nsj, count)));
 	for (int i = 0; i < count; i++)
 	{
 		if (verify_in_set(recent, nrecent, sid[i]))
@@ -1015,7 +1018,7 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("verify_keep_fixes: fixes must not be NULL")));
+				 errmsg("argument \"fixes\" must not be null")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	work = AllocSetContextCreate(CurrentMemoryContext, "claims_cell verify_keep_fixes",
@@ -1025,7 +1028,7 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 	if (!JB_ROOT_IS_ARRAY(fixes) || JB_ROOT_IS_SCALAR(fixes))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_keep_fixes: fixes must be a JSON array")));
+				 errmsg("argument \"fixes\" must be a JSON array")));
 	recent = verify_string_set(PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5), &nrecent);
 	hs = verify_held(fcinfo, recent, nrecent, &nh);
 
@@ -1042,7 +1045,7 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 		if (el == NULL || el->type != jbvBinary)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("verify_keep_fixes: a fix is not an object")));
+					 errmsg("element %d of argument \"fixes\" is not an object", i + 1)));
 		kind = verify_jsonb_string(el->val.binary.data, "kind", &buf);
 		if (cell_streq(kind, "extra"))
 			keep = true;
