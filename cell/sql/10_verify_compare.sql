@@ -159,3 +159,34 @@ SELECT k.skipped, (SELECT string_agg(f->>'kind' || ' ' || (f->>'value'), ', ') F
            {"kind": "missing", "sid": "0a", "bucket_type": "USERNAMES", "value": "recentrow", "subject_id": 10}]',
          ARRAY['02', '03', '0a'], ARRAY['USERNAMES', 'USERNAMES', 'USERNAMES'],
          ARRAY['drift', 'gone-renamed', 'recentrow'], ARRAY[3, 3, 10]::bigint[], ARRAY['0a']) k;
+-- a record without a bucket value matches no entry and, in the 1.4 full
+-- join of the two listings, not even itself: changed, so recent, never an
+-- extra fix to repair
+CREATE TEMP TABLE vc_novalue AS
+SELECT n, jsonb_build_array(pg_temp.rec('USERNAMES', 'novalue', '\x20', 20) #- '{metadata,bucket,value}') AS s1,
+       CASE WHEN n = 1 THEN jsonb_build_array(pg_temp.rec('USERNAMES', 'novalue', '\x20', 20) #- '{metadata,bucket,value}')
+            ELSE jsonb_build_array(pg_temp.rec('USERNAMES', 'novalue', '\x20', 20) #- '{metadata,bucket,value}',
+                                   pg_temp.rec('USERNAMES', 'ok', '\x01', 1)) END AS s2
+  FROM generate_series(1, 2) n;
+SELECT n, c.n_fixes, c.n_recent,
+       row(c.*)::text = (SELECT row(s.*)::text FROM pg_temp.sql_compare('[]', s1, s2, NULL, '{}', '2026-01-01') s)
+           AS same_as_sql
+  FROM vc_novalue,
+       claims_cell.verify_compare(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           ARRAY[jsonb_build_object('records', s1, 'truncated', false)::text],
+           ARRAY[jsonb_build_object('records', s2, 'truncated', false)::text],
+           NULL, '{}', '2026-01-01') c
+ ORDER BY n;
+-- a listing page that is not JSON is the store's protocol violation (08P01)
+\set VERBOSITY sqlstate
+SELECT * FROM claims_cell.verify_compare(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    ARRAY['{"records": [{"metadata": }], "truncated": false}'], ARRAY['{"records": [], "truncated": false}'],
+    NULL, NULL, '2026-01-01');
+\set VERBOSITY terse
+-- arrays of different lengths are refused, naming the argument
+SELECT * FROM claims_cell.verify_keep_fixes('[]', ARRAY['02', '03'], ARRAY['USERNAMES', 'USERNAMES'],
+                                            ARRAY['drift'], ARRAY[3, 3]::bigint[], NULL);
+SELECT * FROM claims_cell.verify_compare(ARRAY['02'], ARRAY['2'], ARRAY['USERNAMES'], ARRAY['drift'], ARRAY['USER'],
+                                         ARRAY[3, 4]::bigint[], ARRAY['RAILS_TABLE_USERS'], ARRAY['username'],
+                                         '{}', '{}', NULL, '{}', '2026-01-01');
+SELECT * FROM claims_cell.verify_keep_fixes('[1]', NULL, NULL, NULL, NULL, NULL);

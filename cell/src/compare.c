@@ -246,10 +246,15 @@ verify_parse_scalar(void *state, char *token, JsonTokenType tokentype)
 	CELL_JSON_DONE;
 }
 
-/* Run the parser p over the JSON text of len bytes with callbacks sem. */
+/*
+ * Run the parser p over the JSON text of len bytes with callbacks sem; text
+ * that is not JSON is the store's protocol violation (08P01).
+ */
 static void
 verify_parse_text(VerifyParse *p, JsonSemAction *sem, char *json, int len)
 {
+	JsonParseErrorType res;
+
 #if PG_VERSION_NUM >= 170000
 	p->lex = makeJsonLexContextCstringLen(NULL, json, len, GetDatabaseEncoding(), true);
 #else
@@ -261,7 +266,12 @@ verify_parse_text(VerifyParse *p, JsonSemAction *sem, char *json, int len)
 	sem->array_start = verify_parse_array_start;
 	sem->array_end = verify_parse_array_end;
 	sem->object_field_start = verify_parse_field_start;
-	pg_parse_json_or_ereport(p->lex, sem);
+	res = pg_parse_json(p->lex, sem);
+	if (res != JSON_SUCCESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("the claims store sent a listing of records that is not valid JSON"),
+				 errdetail("%s", json_errdetail(res, p->lex))));
 }
 
 /* A page's scalars: the top-level "truncated", each record's source id. */
@@ -279,50 +289,20 @@ verify_page_scalar(void *state, char *token, JsonTokenType tokentype)
 }
 
 /*
- * The page's truncated flag and last source id read from its end, as the
- * store's jsonb output lays it out: ..."rails_primary_key_id": "x"...],
- * "truncated": true}. Inside a string every quote is escaped, so the key
- * with its unescaped quotes is a real key. False when the text is laid out
- * otherwise (the caller then parses it).
+ * Is the page the store's last one? Its text ends with the top-level
+ * "truncated" member, as the store's jsonb output lays it out: ...],
+ * "truncated": false}. A truncated page is parsed for its last record's
+ * source id: the text near its end may be a record's user_data, any JSON
+ * a client gave, keys included.
  */
 static bool
-verify_page_tail(const char *page, bool *truncated, char **last_sid)
+verify_page_is_last(const char *page)
 {
-	static const char t_true[] = "\"truncated\": true}";
 	static const char t_false[] = "\"truncated\": false}";
-	static const char key[] = "\"rails_primary_key_id\": \"";
 	size_t		len = strlen(page);
-	size_t		klen = sizeof(key) - 1;
-	const char *start;
-	const char *end;
+	size_t		tlen = sizeof(t_false) - 1;
 
-	*last_sid = NULL;
-	if (len >= sizeof(t_false) - 1 &&
-		memcmp(page + len - (sizeof(t_false) - 1), t_false, sizeof(t_false) - 1) == 0)
-	{
-		*truncated = false;
-		return true;
-	}
-	if (len < sizeof(t_true) - 1 ||
-		memcmp(page + len - (sizeof(t_true) - 1), t_true, sizeof(t_true) - 1) != 0)
-		return false;
-	*truncated = true;
-	if (len < klen)
-		return false;
-	/* the last occurrence of the key */
-	for (start = page + len - klen;; start--)
-	{
-		if (memcmp(start, key, klen) == 0)
-			break;
-		if (start == page)
-			return false;
-	}
-	start += klen;
-	end = strchr(start, '"');
-	if (end == NULL || memchr(start, '\\', end - start) != NULL)
-		return false;
-	*last_sid = pnstrdup(start, end - start);
-	return true;
+	return len >= tlen && memcmp(page + len - tlen, t_false, tlen) == 0;
 }
 
 /*
@@ -331,7 +311,7 @@ verify_page_tail(const char *page, bool *truncated, char **last_sid)
  * claims_list_records as the text the store sent, whether it says it is
  * truncated, and its last record's source id (base64), read from the text
  * without building jsonb. Raises what the store raises, 08006 when it
- * cannot be reached.
+ * cannot be reached, 08P01 when the page is not JSON.
  */
 Datum
 claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
@@ -350,7 +330,7 @@ claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
 								  "claims_list_records",
 								  "the claims store refused to list this cell's records");
 	memset(&p, 0, sizeof(p));
-	if (!verify_page_tail(page, &p.truncated, &p.last_sid))
+	if (!verify_page_is_last(page))
 	{
 		memset(&sem, 0, sizeof(sem));
 		sem.scalar = verify_page_scalar;
@@ -490,7 +470,8 @@ verify_text_column(ArrayType *arr, int n, const char *name)
 	if (count != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_compare: %s has %d elements, expected %d", name, count, n)));
+				 errmsg("array argument \"%s\" has %d elements, but \"sids\" has %d",
+						name, count, n)));
 	for (int i = 0; i < n; i++)
 		out[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
 	return out;
@@ -523,7 +504,8 @@ verify_entries(FunctionCallInfo fcinfo, int *n)
 	if (nsj != count)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_compare: subject_ids has %d elements, expected %d", nsj, count)));
+				 errmsg("array argument \"%s\" has %d elements, but \"sids\" has %d",
+						"subject_ids", nsj, count)));
 	for (int i = 0; i < count; i++)
 	{
 		VerifyEntry *e = &es[i];
@@ -728,15 +710,27 @@ verify_classify_entry(VerifyCompare *vc, VerifyEntry *e, VerifyRecord *r, bool c
 		verify_add_fix(vc, "drifted", e, r);
 }
 
+/* Has a record no bucket type or value (it can match nothing)? */
+static inline bool
+verify_record_unkeyed(const VerifyRecord *r)
+{
+	return r->bucket_type == NULL || r->value == NULL;
+}
+
 /*
  * The store's side: the two listings merged by value, the first's record
  * kept where both have it (as COALESCE(r1, r2)), changed where they differ.
+ * A record without a bucket type or value matches nothing, not even itself
+ * in the other listing (SQL's = on NULL in the full join of 1.4): it comes
+ * once from each listing, changed, even when the listings are the same.
  */
 static VerifyRecord *
 verify_merge_listings(VerifyRecords *r1, VerifyRecords *r2, bool same, bool **changed, int *n)
 {
-	VerifyRecord *out = palloc(sizeof(VerifyRecord) * Max(r1->n + r2->n, 1));
-	bool	   *ch = palloc(sizeof(bool) * Max(r1->n + r2->n, 1));
+	VerifyRecords *second = same ? r1 : r2;
+	int			max = r1->n + second->n;
+	VerifyRecord *out = palloc(sizeof(VerifyRecord) * Max(max, 1));
+	bool	   *ch = palloc(sizeof(bool) * Max(max, 1));
 	int			i = 0,
 				j = 0,
 				k = 0;
@@ -744,30 +738,34 @@ verify_merge_listings(VerifyRecords *r1, VerifyRecords *r2, bool same, bool **ch
 	qsort(r1->recs, r1->n, sizeof(VerifyRecord), verify_record_cmp);
 	if (!same)
 		qsort(r2->recs, r2->n, sizeof(VerifyRecord), verify_record_cmp);
-	while (i < r1->n || (!same && j < r2->n))
+	while (i < r1->n || j < second->n)
 	{
 		int			c;
 
-		if (same || j >= r2->n)
+		if (j >= second->n)
 			c = -1;
 		else if (i >= r1->n)
 			c = 1;
+		else if (verify_record_unkeyed(&r1->recs[i]))
+			c = -1;
+		else if (verify_record_unkeyed(&second->recs[j]))
+			c = 1;
 		else
-			c = verify_record_cmp(&r1->recs[i], &r2->recs[j]);
+			c = verify_record_cmp(&r1->recs[i], &second->recs[j]);
 		if (c < 0)
 		{
 			out[k] = r1->recs[i++];
-			ch[k++] = !same;
+			ch[k++] = true;
 		}
 		else if (c > 0)
 		{
-			out[k] = r2->recs[j++];
+			out[k] = second->recs[j++];
 			ch[k++] = true;
 		}
 		else
 		{
 			VerifyRecord *a = &r1->recs[i++];
-			VerifyRecord *b = &r2->recs[j++];
+			VerifyRecord *b = &second->recs[j++];
 
 			out[k] = *a;
 			ch[k++] = a->textlen != b->textlen || memcmp(a->text, b->text, a->textlen) != 0;
@@ -865,7 +863,7 @@ claims_cell_verify_compare(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(8) || PG_ARGISNULL(9) || PG_ARGISNULL(12))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("verify_compare: stored, stored2 and cutoff must not be NULL")));
+				 errmsg("arguments \"stored\", \"stored2\" and \"cutoff\" must not be null")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
@@ -973,7 +971,8 @@ verify_held(FunctionCallInfo fcinfo, char **recent, int nrecent, int *n)
 	if (nsj != count)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_keep_fixes: subject_ids has %d elements, expected %d", nsj, count)));
+				 errmsg("array argument \"%s\" has %d elements, but \"sids\" has %d",
+						"subject_ids", nsj, count)));
 	for (int i = 0; i < count; i++)
 	{
 		if (verify_in_set(recent, nrecent, sid[i]))
@@ -1019,7 +1018,7 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("verify_keep_fixes: fixes must not be NULL")));
+				 errmsg("argument \"fixes\" must not be null")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	work = AllocSetContextCreate(CurrentMemoryContext, "claims_cell verify_keep_fixes",
@@ -1029,7 +1028,7 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 	if (!JB_ROOT_IS_ARRAY(fixes) || JB_ROOT_IS_SCALAR(fixes))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("verify_keep_fixes: fixes must be a JSON array")));
+				 errmsg("argument \"fixes\" must be a JSON array")));
 	recent = verify_string_set(PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5), &nrecent);
 	hs = verify_held(fcinfo, recent, nrecent, &nh);
 
@@ -1046,7 +1045,7 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 		if (el == NULL || el->type != jbvBinary)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("verify_keep_fixes: a fix is not an object")));
+					 errmsg("element %d of argument \"fixes\" is not an object", i + 1)));
 		kind = verify_jsonb_string(el->val.binary.data, "kind", &buf);
 		if (cell_streq(kind, "extra"))
 			keep = true;
