@@ -14,9 +14,34 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 PG_FUNCTION_INFO_V1(claims_list_leases);
 PG_FUNCTION_INFO_V1(claims_list_records);
+
+/*
+ * A page of records is built in a context kept for the backend's life and
+ * reset after each call: its first block, kept across resets, holds the
+ * JsonbValue tree of a usual page, so a page costs no malloc of its own.
+ */
+#define CLAIMS_LISTING_BLOCK_SIZE (1024 * 1024)
+#define CLAIMS_LISTING_MAX_BLOCK_SIZE (8 * 1024 * 1024)
+
+/*
+ * glibc maps every allocation from 128 kB up with mmap and unmaps it when
+ * freed; its dynamic threshold then rises only to the freed size, so the
+ * same request is mapped again next time. A page and its text are several
+ * hundred kB, allocated and freed on every call: keep such sizes in the
+ * heap instead.
+ */
+#define CLAIMS_LISTING_MMAP_THRESHOLD (32 * 1024 * 1024)
+#define CLAIMS_LISTING_TRIM_THRESHOLD (64 * 1024 * 1024)
+
+static MemoryContext claims_listing_context = NULL;
 
 #define CLAIMS_TOKEN_VERSION 1
 #define CLAIMS_TOKEN_LEN 25		/* version, created_at, uuid */
@@ -132,6 +157,30 @@ claims_list_leases(PG_FUNCTION_ARGS)
 	PG_RETURN_JSONB_P(result);
 }
 
+/*
+ * The listing context, empty; made on the first call, when the backend's
+ * malloc thresholds are also set (see CLAIMS_LISTING_MMAP_THRESHOLD).
+ */
+static MemoryContext
+claims_listing_context_get(void)
+{
+	if (claims_listing_context == NULL)
+	{
+#ifdef __GLIBC__
+		(void) mallopt(M_MMAP_THRESHOLD, CLAIMS_LISTING_MMAP_THRESHOLD);
+		(void) mallopt(M_TRIM_THRESHOLD, CLAIMS_LISTING_TRIM_THRESHOLD);
+#endif
+		claims_listing_context =
+			AllocSetContextCreate(TopMemoryContext, "claims listing",
+								  CLAIMS_LISTING_BLOCK_SIZE,
+								  CLAIMS_LISTING_BLOCK_SIZE,
+								  CLAIMS_LISTING_MAX_BLOCK_SIZE);
+	}
+	else
+		MemoryContextReset(claims_listing_context);
+	return claims_listing_context;
+}
+
 /* Source id (column 7 of a record row). */
 static bytea *
 claims_row_source_id(SPITupleTable *tt, uint64 i)
@@ -241,7 +290,8 @@ claims_list_records(PG_FUNCTION_ARGS)
 		}
 	}
 
-	MemoryContextSwitchTo(caller);
+	/* the tree in the listing context, the document in the caller's */
+	MemoryContextSwitchTo(claims_listing_context_get());
 	claims_json_init(&js);
 	claims_json_begin_object(&js);
 	if (claims_json_list_member(&js, "records", shown))
@@ -252,7 +302,9 @@ claims_list_records(PG_FUNCTION_ARGS)
 	}
 	claims_json_bool_member(&js, "truncated", truncated);
 	claims_json_end_object(&js);
+	MemoryContextSwitchTo(caller);
 	result = claims_json_finish(&js);
+	MemoryContextReset(claims_listing_context);
 
 	claims_spi_end(&call);
 	PG_RETURN_JSONB_P(result);
