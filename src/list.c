@@ -35,11 +35,12 @@ PG_FUNCTION_INFO_V1(claims_list_records);
  * glibc maps every allocation from 128 kB up with mmap and unmaps it when
  * freed; its dynamic threshold then rises only to the freed size, so the
  * same request is mapped again next time. A page and its text are several
- * hundred kB, allocated and freed on every call: keep such sizes in the
- * heap instead.
+ * hundred kB, allocated and freed on every call: keep sizes up to a page of
+ * the largest limit (1000 records, about 2 MB of text) in the heap instead.
+ * A backend then keeps at most the trim threshold of freed heap.
  */
-#define CLAIMS_LISTING_MMAP_THRESHOLD (32 * 1024 * 1024)
-#define CLAIMS_LISTING_TRIM_THRESHOLD (64 * 1024 * 1024)
+#define CLAIMS_LISTING_MMAP_THRESHOLD (4 * 1024 * 1024)
+#define CLAIMS_LISTING_TRIM_THRESHOLD (8 * 1024 * 1024)
 
 static MemoryContext claims_listing_context = NULL;
 
