@@ -14,8 +14,25 @@ bool Conn::Ensure(std::string* err) {
     Drop();
     return false;
   }
+  if (!SetSession(err)) {
+    Drop();
+    return false;
+  }
   cancel_ = PQgetCancel(pg_);
   return true;
+}
+
+// The settings every call of this connection wants, made once for the
+// session: the gateway alone uses the connection, and always wants proto3.
+bool Conn::SetSession(std::string* err) {
+  PGresult* r = PQexec(pg_, "SELECT pg_catalog.set_config('claims.json_output', 'proto3', false)");
+  bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+  if (!ok) {
+    *err = PQresultErrorMessage(r);
+    while (!err->empty() && err->back() == '\n') err->pop_back();
+  }
+  PQclear(r);
+  return ok;
 }
 
 std::string Conn::StatementFor(const std::string& key) const {

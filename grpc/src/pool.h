@@ -3,7 +3,8 @@
 // lost, cancelled) is dropped and opened again for the next call; with a
 // multi-host conninfo and target_session_attrs=read-write that reopening
 // follows a failover. A connection keeps the statements prepared on it; a
-// new one prepares them again.
+// new one prepares them again. A new connection sets claims.json_output to
+// proto3 for its session (nothing but its worker's calls use it).
 #pragma once
 
 #include <libpq-fe.h>
@@ -35,6 +36,7 @@ class Conn {
   std::string NextStatementName() { return "claims_grpc_" + std::to_string(next_stmt_++); }
 
  private:
+  bool SetSession(std::string* err);
   std::string conninfo_;
   std::unordered_map<std::string, std::string> stmts_;
   int next_stmt_ = 0;

@@ -66,6 +66,25 @@ static std::string NewLeaseUuid() {
   return out;
 }
 
+// How requests are written for the store and its answers read, made once.
+static const pb::util::JsonPrintOptions& PrintOptions() {
+  static const pb::util::JsonPrintOptions po = [] {
+    pb::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    return o;
+  }();
+  return po;
+}
+
+static const pb::util::JsonParseOptions& ParseOptions() {
+  static const pb::util::JsonParseOptions jo = [] {
+    pb::util::JsonParseOptions o;
+    o.ignore_unknown_fields = true;
+    return o;
+  }();
+  return jo;
+}
+
 class CallReactor : public grpc::ServerUnaryReactor {
  public:
   CallReactor(ClaimServiceImpl* svc, grpc::CallbackServerContext* ctx, const char* method,
@@ -87,9 +106,7 @@ class CallReactor : public grpc::ServerUnaryReactor {
     if (rule_->predicate == "false")
       return Done(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                std::string(method_) + " has no access rule"));
-    pb::util::JsonPrintOptions po;
-    po.preserve_proto_field_names = true;
-    if (!pb::util::MessageToJsonString(*req, &json_, po).ok())
+    if (!pb::util::MessageToJsonString(*req, &json_, PrintOptions()).ok())
       return Done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                "request cannot be written as JSON"));
     // BeginUpdate names its lease itself, so that a call whose outcome is
@@ -186,9 +203,7 @@ class CallReactor : public grpc::ServerUnaryReactor {
                                    rule_->rule.text + ")"));
     if (out.null)
       return Done(grpc::Status(grpc::StatusCode::NOT_FOUND, "the value is not claimed"));
-    pb::util::JsonParseOptions jo;
-    jo.ignore_unknown_fields = true;
-    auto parsed = pb::util::JsonStringToMessage(out.value, resp_, jo);
+    auto parsed = pb::util::JsonStringToMessage(out.value, resp_, ParseOptions());
     if (!parsed.ok())
       return Done(grpc::Status(grpc::StatusCode::INTERNAL,
                                "the store's answer is not a " + resp_->GetTypeName() + ": " +

@@ -41,23 +41,32 @@ static std::string Field(const PGresult* r, int code) {
   return v ? v : "";
 }
 
-// The setup of every call: the caller's role, its time limit and the output
-// format, each local to the call's transaction (as SET LOCAL would).
+// The setup of every call: the caller's role and its time limit, each local
+// to the call's transaction (as SET LOCAL would); the output format is the
+// connection's (Conn sets claims.json_output = proto3 for the session).
 static const char kSetupSql[] =
     "SELECT pg_catalog.set_config('role', $1, true), "
-    "pg_catalog.set_config('statement_timeout', $2, true), "
-    "pg_catalog.set_config('claims.json_output', 'proto3', true)";
+    "pg_catalog.set_config('statement_timeout', $2, true)";
 
-// Queue a Parse of sql under the name key has on conn, or a new one; the
-// name, and in *parse whether a Parse was queued.
-static std::string QueueStatement(Conn& conn, const std::string& key, const std::string& sql,
-                                  int nparams, bool* parse) {
+// Queue a Parse of the text sql() gives under the name key has on conn, or a
+// new one; the name, and in *parse whether a Parse was queued.
+template <typename SqlText>
+static std::string QueueStatement(Conn& conn, const std::string& key, SqlText sql, int nparams,
+                                  bool* parse) {
   std::string name = conn.StatementFor(key);
   *parse = name.empty();
   if (!*parse) return name;
   name = conn.NextStatementName();
-  if (PQsendPrepare(conn.pg(), name.c_str(), sql.c_str(), nparams, nullptr) != 1) return "";
+  if (PQsendPrepare(conn.pg(), name.c_str(), sql().c_str(), nparams, nullptr) != 1) return "";
   return name;
+}
+
+// The text of the statement calling fn, checking predicate first when given.
+static std::string CallSql(PGconn* pg, const std::string& schema, const std::string& fn,
+                           const std::string& predicate) {
+  std::string call = Quoted(pg, schema, true) + "." + fn + "($1::pg_catalog.jsonb)";
+  if (predicate.empty()) return "SELECT true, " + call;
+  return "SELECT (" + predicate + "), CASE WHEN " + predicate + " THEN " + call + " END";
 }
 
 // Record a failed result as the call's error, unless there is one already.
@@ -77,13 +86,15 @@ enum class Step { kParseSetup, kSetup, kParseCall, kCall };
 // Queue the call's steps in one pipeline ending in a Sync: they run as one
 // implicit transaction, committed at the Sync, rolled back on any error.
 static bool QueueCall(Conn& conn, const std::string& role, int timeout_ms,
-                      const std::string& call_key, const std::string& call_sql,
+                      const std::string& call_key, const std::string& schema,
+                      const std::string& fn, const std::string& predicate,
                       const std::string& json, std::vector<Step>* steps,
                       std::string* setup_name, std::string* call_name) {
   PGconn* pg = conn.pg();
   bool parse;
   if (PQenterPipelineMode(pg) != 1) return false;
-  *setup_name = QueueStatement(conn, "\x01setup", kSetupSql, 2, &parse);
+  *setup_name =
+      QueueStatement(conn, "\x01setup", [] { return std::string(kSetupSql); }, 2, &parse);
   if (setup_name->empty()) return false;
   if (parse) steps->push_back(Step::kParseSetup);
   std::string timeout = std::to_string(timeout_ms);
@@ -91,7 +102,8 @@ static bool QueueCall(Conn& conn, const std::string& role, int timeout_ms,
   if (PQsendQueryPrepared(pg, setup_name->c_str(), 2, sp, nullptr, nullptr, 0) != 1) return false;
   steps->push_back(Step::kSetup);
   // Parsed after the setup, so as the caller's role, as before.
-  *call_name = QueueStatement(conn, call_key, call_sql, 1, &parse);
+  *call_name = QueueStatement(
+      conn, call_key, [&] { return CallSql(pg, schema, fn, predicate); }, 1, &parse);
   if (call_name->empty()) return false;
   if (parse) steps->push_back(Step::kParseCall);
   const char* cp[1] = {json.c_str()};
@@ -146,12 +158,6 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
   }
   PGconn* pg = conn.pg();
   std::string call_key = fn + "\x01" + predicate;
-  std::string call = Quoted(pg, schema, true) + "." + fn + "($1::pg_catalog.jsonb)";
-  std::string sql = "SELECT ";
-  if (predicate.empty())
-    sql += "true, " + call;
-  else
-    sql += "(" + predicate + "), CASE WHEN " + predicate + " THEN " + call + " END";
   {
     std::lock_guard<std::mutex> lock(st->mu);
     if (st->cancelled) {
@@ -162,8 +168,8 @@ SqlOutcome RunCall(Conn& conn, CallState* st, const std::string& role, int timeo
   }
   std::vector<Step> steps;
   std::string setup_name, call_name;
-  bool sent = QueueCall(conn, role, timeout_ms, call_key, sql, json, &steps, &setup_name,
-                        &call_name);
+  bool sent = QueueCall(conn, role, timeout_ms, call_key, schema, fn, predicate, json, &steps,
+                        &setup_name, &call_name);
   if (sent) ReadCall(conn, steps, setup_name, call_key, call_name, &out);
   if (sent && PQstatus(pg) == CONNECTION_OK) sent = PQexitPipelineMode(pg) == 1;
   bool cancel_sent;

@@ -1,9 +1,9 @@
 // One call as SQL: two prepared statements sent in one pipeline ending in a
 // Sync (one round trip), the settings
-//   SELECT set_config('role', r, true), set_config('statement_timeout', N, true),
-//          set_config('claims.json_output', 'proto3', true)
-// then SELECT ... of the function, run as one implicit transaction
-// (committed at the Sync, rolled back on any error); and the mapping of its
+//   SELECT set_config('role', r, true), set_config('statement_timeout', N, true)
+// (claims.json_output is proto3 for the connection's whole session), then
+// SELECT ... of the function, run as one implicit transaction (committed at
+// the Sync, rolled back on any error); and the mapping of its
 // outcome to a gRPC status. Each statement is parsed once per connection.
 #pragma once
 
