@@ -190,3 +190,5 @@ SELECT * FROM claims_cell.verify_compare(ARRAY['02'], ARRAY['2'], ARRAY['USERNAM
                                          ARRAY[3, 4]::bigint[], ARRAY['RAILS_TABLE_USERS'], ARRAY['username'],
                                          '{}', '{}', NULL, '{}', '2026-01-01');
 SELECT * FROM claims_cell.verify_keep_fixes('[1]', NULL, NULL, NULL, NULL, NULL);
+-- an array element is not an object either (never read as one)
+SELECT * FROM claims_cell.verify_keep_fixes('[["kind", "extra"]]', NULL, NULL, NULL, NULL, NULL);

@@ -1042,7 +1042,8 @@ claims_cell_verify_keep_fixes(PG_FUNCTION_ARGS)
 		VerifyHeld	key;
 		bool		keep;
 
-		if (el == NULL || el->type != jbvBinary)
+		if (el == NULL || el->type != jbvBinary ||
+			!JsonContainerIsObject(el->val.binary.data))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("element %d of argument \"fixes\" is not an object", i + 1)));
