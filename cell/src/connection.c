@@ -311,8 +311,15 @@ cell_conn_prepare(Oid serverid)
 }
 
 /*
+ * The store's responses are read in the compat JSON mapping (snake_case
+ * names, every field), whatever claims.json_output the store's role or
+ * database sets for its other clients.
+ */
+#define CELL_CONN_SESSION_OPTIONS "-c claims.json_output=compat"
+
+/*
  * Use these libpq options from now on (closing the connection), with the
- * application name and client encoding added.
+ * session's settings, application name and client encoding added.
  */
 static void
 cell_conn_set_options(List *kw, List *vals)
@@ -325,24 +332,40 @@ cell_conn_set_options(List *kw, List *vals)
 	const char *host = "";
 	const char *port = "";
 	const char *dbname = "";
+	bool		has_options = false;
 
 	cell_conn_discard();
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	cell_free_options(cell_keywords, cell_values);
 	n = list_length(kw);
-	cell_keywords = palloc0(sizeof(char *) * (n + 3));
-	cell_values = palloc0(sizeof(char *) * (n + 3));
+	cell_keywords = palloc0(sizeof(char *) * (n + 4));
+	cell_values = palloc0(sizeof(char *) * (n + 4));
 	i = 0;
 	forboth(lk, kw, lv, vals)
 	{
 		cell_keywords[i] = pstrdup(lfirst(lk));
 		cell_values[i] = pstrdup(lfirst(lv));
-		if (strcmp(cell_keywords[i], "host") == 0)
+		if (strcmp(cell_keywords[i], "options") == 0)
+		{
+			/* the server's own options, then the JSON mapping read here */
+			char	   *opts = psprintf("%s %s", cell_values[i], CELL_CONN_SESSION_OPTIONS);
+
+			pfree(cell_values[i]);
+			cell_values[i] = opts;
+			has_options = true;
+		}
+		else if (strcmp(cell_keywords[i], "host") == 0)
 			host = cell_values[i];
 		else if (strcmp(cell_keywords[i], "port") == 0)
 			port = cell_values[i];
 		else if (strcmp(cell_keywords[i], "dbname") == 0)
 			dbname = cell_values[i];
+		i++;
+	}
+	if (!has_options)
+	{
+		cell_keywords[i] = pstrdup("options");
+		cell_values[i] = pstrdup(CELL_CONN_SESSION_OPTIONS);
 		i++;
 	}
 	cell_keywords[i] = pstrdup("fallback_application_name");

@@ -52,6 +52,12 @@ $store->safe_psql('postgres', q{
 UPDATE claims SET user_data = '{"rails_primary_key_id": "AAAAAAAAAAE="}' WHERE creator_id = 1});
 is(verify(), '0|0|0|0', 'user_data naming an earlier source id does not stall the listing');
 
+# the store answering its clients in the proto3 JSON mapping (camelCase
+# names, defaults left out): the cell's own calls still read the compat one
+$store->safe_psql('postgres', q{ALTER ROLE cell_one SET claims.json_output = proto3});
+is(verify(), '0|0|0|0', 'a store set to proto3 JSON for the cell\'s role lists the same records');
+$store->safe_psql('postgres', q{ALTER ROLE cell_one RESET claims.json_output});
+
 # (an ICU collation: skipped on a server built without ICU, such as the
 # assertion-enabled one of `make test PG=15-cassert`)
 SKIP:
