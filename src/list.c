@@ -291,7 +291,11 @@ claims_list_records(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/* the tree in the listing context, the document in the caller's */
+	/*
+	 * the tree in the listing context, the document in the caller's; nothing
+	 * between here and the reset runs user code, so no nested listing can
+	 * reset the context under this one (an error leaves it to the next call)
+	 */
 	MemoryContextSwitchTo(claims_listing_context_get());
 	claims_json_init(&js);
 	claims_json_begin_object(&js);
