@@ -128,13 +128,20 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 	 * visited in the lease's (bucket_type, bucket_digest) order, the global
 	 * row order, by the nested loop over its key arrays. No row: the lease
 	 * is not an outstanding creates-only lease of the cell; the general
-	 * statement below then finishes or classifies it.
+	 * statement below then finishes or classifies it. The lease is found by
+	 * its primary key: the state is tested with enum_eq() rather than "=",
+	 * which the planner cannot match with the predicate of
+	 * claim_leases_outstanding_idx (creator_id, created_at, uuid). It would
+	 * otherwise pick that index, small in the statistics, and walk every
+	 * entry of the cell's leases finished since the last vacuum to find one
+	 * uuid: a commit then costs more the more signups came before it.
 	 */
 	[CLAIMS_PLAN_COMMIT_CREATES] = {
 		"WITH lease AS ("
 		"  UPDATE @extschema@.claim_leases"
 		"  SET state = 'committed', updated_at = now(), finished_at = now()"
-		"  WHERE uuid = $1 AND creator_id = $2 AND state = 'outstanding' AND creates_only"
+		"  WHERE uuid = $1 AND creator_id = $2 AND creates_only"
+		"    AND pg_catalog.enum_eq(state, 'outstanding')"
 		"  RETURNING uuid, claim_types, claim_digests"
 		"), kept AS ("
 		"  UPDATE @extschema@.claims c"
@@ -151,7 +158,8 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 		"WITH lease AS ("
 		"  UPDATE @extschema@.claim_leases"
 		"  SET state = 'rolled_back', updated_at = now(), finished_at = now()"
-		"  WHERE uuid = $1 AND creator_id = $2 AND state = 'outstanding' AND creates_only"
+		"  WHERE uuid = $1 AND creator_id = $2 AND creates_only"
+		"    AND pg_catalog.enum_eq(state, 'outstanding')"
 		"  RETURNING uuid, claim_types, claim_digests"
 		"), gone AS ("
 		"  DELETE FROM @extschema@.claims c"
