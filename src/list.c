@@ -16,9 +16,6 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 PG_FUNCTION_INFO_V1(claims_list_leases);
 PG_FUNCTION_INFO_V1(claims_list_records);
@@ -30,17 +27,6 @@ PG_FUNCTION_INFO_V1(claims_list_records);
  */
 #define CLAIMS_LISTING_BLOCK_SIZE (1024 * 1024)
 #define CLAIMS_LISTING_MAX_BLOCK_SIZE (8 * 1024 * 1024)
-
-/*
- * glibc maps every allocation from 128 kB up with mmap and unmaps it when
- * freed; its dynamic threshold then rises only to the freed size, so the
- * same request is mapped again next time. A page and its text are several
- * hundred kB, allocated and freed on every call: keep sizes up to a page of
- * the largest limit (1000 records, about 2 MB of text) in the heap instead.
- * A backend then keeps at most the trim threshold of freed heap.
- */
-#define CLAIMS_LISTING_MMAP_THRESHOLD (4 * 1024 * 1024)
-#define CLAIMS_LISTING_TRIM_THRESHOLD (8 * 1024 * 1024)
 
 static MemoryContext claims_listing_context = NULL;
 
@@ -159,18 +145,14 @@ claims_list_leases(PG_FUNCTION_ARGS)
 }
 
 /*
- * The listing context, empty; made on the first call, when the backend's
- * malloc thresholds are also set (see CLAIMS_LISTING_MMAP_THRESHOLD).
+ * The listing context, empty; made on the first call (the backend's malloc
+ * thresholds are set by claims_spi_begin, see CLAIMS_MMAP_THRESHOLD).
  */
 static MemoryContext
 claims_listing_context_get(void)
 {
 	if (claims_listing_context == NULL)
 	{
-#ifdef __GLIBC__
-		(void) mallopt(M_MMAP_THRESHOLD, CLAIMS_LISTING_MMAP_THRESHOLD);
-		(void) mallopt(M_TRIM_THRESHOLD, CLAIMS_LISTING_TRIM_THRESHOLD);
-#endif
 		claims_listing_context =
 			AllocSetContextCreate(TopMemoryContext, "claims listing",
 								  CLAIMS_LISTING_BLOCK_SIZE,
