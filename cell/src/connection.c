@@ -311,15 +311,8 @@ cell_conn_prepare(Oid serverid)
 }
 
 /*
- * The store's responses are read in the compat JSON mapping (snake_case
- * names, every field), whatever claims.json_output the store's role or
- * database sets for its other clients.
- */
-#define CELL_CONN_SESSION_OPTIONS "-c claims.json_output=compat"
-
-/*
  * Use these libpq options from now on (closing the connection), with the
- * session's settings, application name and client encoding added.
+ * application name and client encoding added.
  */
 static void
 cell_conn_set_options(List *kw, List *vals)
@@ -332,40 +325,24 @@ cell_conn_set_options(List *kw, List *vals)
 	const char *host = "";
 	const char *port = "";
 	const char *dbname = "";
-	bool		has_options = false;
 
 	cell_conn_discard();
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	cell_free_options(cell_keywords, cell_values);
 	n = list_length(kw);
-	cell_keywords = palloc0(sizeof(char *) * (n + 4));
-	cell_values = palloc0(sizeof(char *) * (n + 4));
+	cell_keywords = palloc0(sizeof(char *) * (n + 3));
+	cell_values = palloc0(sizeof(char *) * (n + 3));
 	i = 0;
 	forboth(lk, kw, lv, vals)
 	{
 		cell_keywords[i] = pstrdup(lfirst(lk));
 		cell_values[i] = pstrdup(lfirst(lv));
-		if (strcmp(cell_keywords[i], "options") == 0)
-		{
-			/* the server's own options, then the JSON mapping read here */
-			char	   *opts = psprintf("%s %s", cell_values[i], CELL_CONN_SESSION_OPTIONS);
-
-			pfree(cell_values[i]);
-			cell_values[i] = opts;
-			has_options = true;
-		}
-		else if (strcmp(cell_keywords[i], "host") == 0)
+		if (strcmp(cell_keywords[i], "host") == 0)
 			host = cell_values[i];
 		else if (strcmp(cell_keywords[i], "port") == 0)
 			port = cell_values[i];
 		else if (strcmp(cell_keywords[i], "dbname") == 0)
 			dbname = cell_values[i];
-		i++;
-	}
-	if (!has_options)
-	{
-		cell_keywords[i] = pstrdup("options");
-		cell_values[i] = pstrdup(CELL_CONN_SESSION_OPTIONS);
 		i++;
 	}
 	cell_keywords[i] = pstrdup("fallback_application_name");
@@ -885,12 +862,15 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 }
 
 /*
- * Set up a fresh connection: find the schema of the store's extension and
- * have the store's session look for a closed socket while it runs a
- * statement (PostgreSQL 14+), so that a statement this backend gave up
- * on ends at the store too. That setting is refused on platforms without
- * the check; the connection is used anyway. The setup's statements are
- * not the call's: they leave r->sent as it was.
+ * Set up a fresh connection: find the schema of the store's extension, have
+ * the session answer in the compat JSON mapping (snake_case names, every
+ * field: what the cell parses) whatever claims.json_output the store's role
+ * or database sets for other clients (a store without the setting knows no
+ * other mapping), and have the store's session look for a closed socket
+ * while it runs a statement (PostgreSQL 14+), so that a statement this
+ * backend gave up on ends at the store too. That last setting is refused on
+ * platforms without the check; the connection is used anyway. The setup's
+ * statements are not the call's: they leave r->sent as it was.
  */
 static CellCallStatus
 cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
@@ -899,7 +879,10 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	char	   *quoted;
 	bool		sent = r->sent;
 
-	st = cell_exec("SELECT n.nspname FROM pg_catalog.pg_extension e"
+	st = cell_exec("SELECT n.nspname,"
+				   " CASE WHEN pg_catalog.current_setting('claims.json_output', true) IS NOT NULL"
+				   " THEN pg_catalog.set_config('claims.json_output', 'compat', false) END"
+				   " FROM pg_catalog.pg_extension e"
 				   " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
 				   " WHERE e.extname = 'claims'", 0, NULL, deadline, interruptible, r);
 	r->sent = sent;
