@@ -9,12 +9,17 @@
 SET search_path = claims_s, public;
 SET client_min_messages = warning;
 SELECT claims_register_cell(1301, 'cell-1301', 'regress_cells') IS NOT NULL AS registered;
-SELECT count(*) AS finished
-FROM generate_series(1, 600) AS i,
-     LATERAL (SELECT claims_begin_update(req(1301, jsonb_build_array(rec('USERNAMES', 'fp-' || i))))
-                     ->> 'lease_uuid' AS lease) AS b,
-     LATERAL (SELECT CASE WHEN i % 2 = 0 THEN claims_commit(1301, b.lease::uuid)
-                          ELSE claims_rollback(1301, b.lease::uuid) END) AS f;
+-- n creates-only leases of cell 1301, every second committed, the others
+-- rolled back; the number finished.
+CREATE FUNCTION finish_leases(n int, prefix text) RETURNS bigint LANGUAGE sql AS $$
+    SELECT count(*)
+    FROM generate_series(1, n) AS i,
+         LATERAL (SELECT claims_s.claims_begin_update(req(1301, jsonb_build_array(rec('USERNAMES', prefix || i))))
+                         ->> 'lease_uuid' AS lease) AS b,
+         LATERAL (SELECT CASE WHEN i % 2 = 0 THEN claims_s.claims_commit(1301, b.lease::uuid)
+                              ELSE claims_s.claims_rollback(1301, b.lease::uuid) END) AS f
+$$;
+SELECT finish_leases(600, 'fp-') AS finished;
 ANALYZE claim_leases;
 SELECT reltuples AS outstanding_in_statistics FROM pg_class WHERE relname = 'claim_leases_outstanding_idx';
 SELECT pg_stat_force_next_flush();
@@ -26,12 +31,7 @@ SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'claim_le
 \c
 SET search_path = claims_s, public;
 SET client_min_messages = warning;
-SELECT count(*) AS finished
-FROM generate_series(1, 20) AS i,
-     LATERAL (SELECT claims_begin_update(req(1301, jsonb_build_array(rec('USERNAMES', 'fp2-' || i))))
-                     ->> 'lease_uuid' AS lease) AS b,
-     LATERAL (SELECT CASE WHEN i % 2 = 0 THEN claims_commit(1301, b.lease::uuid)
-                          ELSE claims_rollback(1301, b.lease::uuid) END) AS f;
+SELECT finish_leases(20, 'fp2-') AS finished;
 SELECT pg_stat_force_next_flush();
 SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'claim_leases_pkey')
          - :before_pkey >= 20 AS each_finish_by_primary_key,
