@@ -26,8 +26,9 @@ SELECT pg_stat_force_next_flush();
 SELECT (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'claim_leases_pkey') AS pkey,
        (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'claim_leases_outstanding_idx') AS outstanding
 \gset before_
--- A new session, so that the statements are planned with these statistics:
--- ten commits and ten rollbacks, past the plan cache's five custom plans.
+-- A new session, so that the statements are planned with these statistics
+-- (the store prepares them as generic plans): ten commits and ten rollbacks,
+-- each counted as a scan of the index that found its lease.
 \c
 SET search_path = claims_s, public;
 SET client_min_messages = warning;

@@ -16,7 +16,6 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-
 PG_FUNCTION_INFO_V1(claims_list_leases);
 PG_FUNCTION_INFO_V1(claims_list_records);
 
