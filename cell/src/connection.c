@@ -862,15 +862,38 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 }
 
 /*
+ * One session setting of a fresh connection's setup, a plain SET (no
+ * function privilege needed; it outranks the store's configuration files
+ * and their reloads). A remote error, a setting this store does not know or
+ * refuses, leaves the session as it was and is not the setup's failure.
+ * r->sent stays as it was.
+ */
+static CellCallStatus
+cell_session_set(const char *sql, bool sent, TimestampTz deadline, bool interruptible,
+				 CellCallResult *r)
+{
+	CellCallStatus st = cell_exec(sql, 0, NULL, deadline, interruptible, r);
+
+	r->sent = sent;
+	if (st != CELL_CALL_OK && st != CELL_CALL_REMOTE_ERROR)
+		return st;
+	memset(r->sqlstate, 0, sizeof(r->sqlstate));
+	r->message = r->detail = r->hint = NULL;
+	r->status = CELL_CALL_OK;
+	return CELL_CALL_OK;
+}
+
+/*
  * Set up a fresh connection: find the schema of the store's extension, have
  * the session answer in the compat JSON mapping (snake_case names, every
- * field: what the cell parses) whatever claims.json_output the store's role
- * or database sets for other clients (a store without the setting knows no
- * other mapping), and have the store's session look for a closed socket
- * while it runs a statement (PostgreSQL 14+), so that a statement this
- * backend gave up on ends at the store too. That last setting is refused on
- * platforms without the check; the connection is used anyway. The setup's
- * statements are not the call's: they leave r->sent as it was.
+ * field: what the cell parses) whatever claims.json_output the store's
+ * role, database or configuration sets for other clients (a store without
+ * the setting knows no other mapping and refuses its name), and have the
+ * store's session look for a closed socket while it runs a statement
+ * (PostgreSQL 14+), so that a statement this backend gave up on ends at the
+ * store too (refused on platforms without the check; the connection is used
+ * anyway). The setup's statements are not the call's: they leave r->sent as
+ * it was.
  */
 static CellCallStatus
 cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
@@ -879,10 +902,7 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	char	   *quoted;
 	bool		sent = r->sent;
 
-	st = cell_exec("SELECT n.nspname,"
-				   " CASE WHEN pg_catalog.current_setting('claims.json_output', true) IS NOT NULL"
-				   " THEN pg_catalog.set_config('claims.json_output', 'compat', false) END"
-				   " FROM pg_catalog.pg_extension e"
+	st = cell_exec("SELECT n.nspname FROM pg_catalog.pg_extension e"
 				   " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
 				   " WHERE e.extname = 'claims'", 0, NULL, deadline, interruptible, r);
 	r->sent = sent;
@@ -898,18 +918,14 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	quoted = PQescapeIdentifier(cell_conn, r->value, strlen(r->value));
 	if (quoted == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-	if (PQserverVersion(cell_conn) >= 140000)
+	st = cell_session_set("SET claims.json_output = compat", sent, deadline, interruptible, r);
+	if (st == CELL_CALL_OK && PQserverVersion(cell_conn) >= 140000)
+		st = cell_session_set("SET client_connection_check_interval = '" CELL_STORE_CLIENT_CHECK "'",
+							  sent, deadline, interruptible, r);
+	if (st != CELL_CALL_OK)
 	{
-		st = cell_exec("SET client_connection_check_interval = '" CELL_STORE_CLIENT_CHECK "'",
-					   0, NULL, deadline, interruptible, r);
-		r->sent = sent;
-		if (st != CELL_CALL_OK && st != CELL_CALL_REMOTE_ERROR)
-		{
-			PQfreemem(quoted);
-			return st;
-		}
-		memset(r->sqlstate, 0, sizeof(r->sqlstate));
-		r->message = r->detail = r->hint = NULL;
+		PQfreemem(quoted);
+		return st;
 	}
 	cell_schema = MemoryContextStrdup(TopMemoryContext, quoted);
 	PQfreemem(quoted);

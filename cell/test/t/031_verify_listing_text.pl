@@ -57,6 +57,12 @@ is(verify(), '0|0|0|0', 'user_data naming an earlier source id does not stall th
 $store->safe_psql('postgres', q{ALTER ROLE cell_one SET claims.json_output = proto3});
 is(verify(), '0|0|0|0', 'a store set to proto3 JSON for the cell\'s role lists the same records');
 $store->safe_psql('postgres', q{ALTER ROLE cell_one RESET claims.json_output});
+# ...and still when the store lets no ordinary role call set_config()
+$store->safe_psql('postgres', q{ALTER ROLE cell_one SET claims.json_output = proto3;
+REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC});
+is(verify(), '0|0|0|0', 'a store that revoked set_config() from PUBLIC still answers the cell in compat JSON');
+$store->safe_psql('postgres', q{ALTER ROLE cell_one RESET claims.json_output;
+GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO PUBLIC});
 
 # (an ICU collation: skipped on a server built without ICU, such as the
 # assertion-enabled one of `make test PG=15-cassert`)
