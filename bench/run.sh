@@ -59,10 +59,28 @@
 #   BENCH_RESULTS            file for the results [bench/RESULTS.md; none in
 #                            quick mode or with BENCH_ONLY, so that a partial
 #                            run never replaces the full table]
+#   BENCH_CODE               what code is measured, for the table's header [the
+#                            last commits that changed the store's and the
+#                            cell's code; `bench/run.sh --code` prints it]
 #   BENCH_PORT, PG_CONFIG, CLAIMS_OS_USER
 set -u -o pipefail
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# code_of PATH...: the last commit that changed PATH... (and whether the tree
+# changes them now), or "unknown" outside a git checkout.
+code_of() {
+    local c
+    c="$(cd "$BENCH_DIR/.." && git log -1 --format='%h (%cd)' --date=format:'%Y-%m-%d %H:%M' -- "$@" 2>/dev/null)" &&
+        [ -n "$c" ] || { echo unknown; return; }
+    (cd "$BENCH_DIR/.." && [ -n "$(git status --porcelain -- "$@" 2>/dev/null)" ]) && c="$c plus uncommitted changes"
+    echo "$c"
+}
+BENCH_CODE="${BENCH_CODE:-store code of commit $(code_of src common claims.control), cell code of commit $(code_of cell/src cell/claims_cell.control common)}"
+if [ "${1:-}" = --code ]; then
+    echo "$BENCH_CODE"
+    exit 0
+fi
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
 BINDIR="$("$PG_CONFIG" --bindir)" || { echo "run.sh: cannot run $PG_CONFIG" >&2; exit 1; }
 RUN_USER="${CLAIMS_OS_USER:-claims}"
@@ -188,9 +206,7 @@ start_server() {
     # What is measured: the last commit that changed the extension's code,
     # and the library the server loads (shared_preload_libraries) now.
     SO_AT_START="$(so_mtime)"
-    EXT_INFO="code of commit $(cd "$BENCH_DIR/.." && git log -1 --format='%h (%cd)' --date=format:'%Y-%m-%d %H:%M' \
-        -- src claims--*.sql claims.control 2>/dev/null || echo unknown)$(cd "$BENCH_DIR/.." &&
-        [ -n "$(git status --porcelain -- src claims--*.sql claims.control 2>/dev/null)" ] && echo " plus uncommitted changes"), claims.so installed $SO_AT_START"
+    EXT_INFO="$BENCH_CODE, claims.so installed $SO_AT_START"
     if [ "$(id -u)" -eq 0 ] && ! id -u "$RUN_USER" >/dev/null 2>&1; then
         progress "creating OS user $RUN_USER"
         useradd --system --create-home --shell /bin/bash "$RUN_USER" || die "cannot create user $RUN_USER"

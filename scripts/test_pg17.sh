@@ -5,7 +5,8 @@
 # the package suite (postgresql-17-claims built in the root and installed on
 # a fresh copy of a pristine Debian 13 root). CLAIMS_PG17_RUN=deb (`make deb
 # PG=17`) only builds the package into build/deb/; CLAIMS_PG17_RUN=bench
-# (`make bench PG=17`) runs bench/run.sh in the root (BENCH_* passed on).
+# (`make bench PG=17`) runs bench/run.sh in the root (BENCH_* passed on) and
+# keeps a full run's table as bench/RESULTS-pg17.md.
 #
 # As root:
 #   1. the root: build/pg17-root (CLAIMS_PG17_ROOT), made once with
@@ -76,6 +77,8 @@ mount -o remount,bind,ro "$ROOT/mnt/claims" 2>/dev/null || true
 inner_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
     LANG=C.UTF-8 TERM=dumb PG_CONFIG="$INNER_PG_CONFIG" CLAIMS_PG_MAJOR="$PG_MAJOR"
     CLAIMS_PACKAGE_TEST=0 CLAIMS_DEB_OUT=/var/tmp/claims-deb)
+# The copy inside has no git history: the benchmark's header is told here.
+[ "${CLAIMS_PG17_RUN:-test}" = bench ] && inner_env+=(BENCH_CODE="$("$REPO/bench/run.sh" --code)")
 while IFS= read -r var; do
     case "$var" in
         CLAIMS_PG17_ROOT=* | CLAIMS_DEBIAN_MIRROR=* | CLAIMS_PG_MAJOR=* | CLAIMS_TEST_SUMMARY_FILE=* | \
@@ -119,8 +122,18 @@ fi
 
 if [ "${CLAIMS_PG17_RUN:-test}" = bench ]; then
     echo "test_pg17.sh: benchmarking in the Debian $SUITE root $ROOT with PostgreSQL $PG_MAJOR"
+    stamp="$ROOT/var/tmp/claims-bench.start"
+    touch "$stamp"
     chroot "$ROOT" /usr/bin/env -i "${inner_env[@]}" bash -c "$inner_script" inner bench
-    exit $?
+    rc=$?
+    # A table the run wrote in its copy of the tree (a full run's
+    # bench/RESULTS.md) is kept beside the 15 one, as bench/RESULTS-pg17.md.
+    results="$ROOT/var/tmp/claims-src/bench/RESULTS.md"
+    if [ "$results" -nt "$stamp" ]; then
+        cp "$results" "$REPO/bench/RESULTS-pg$PG_MAJOR.md" &&
+            echo "test_pg17.sh: the table is in bench/RESULTS-pg$PG_MAJOR.md"
+    fi
+    exit $rc
 fi
 
 echo "test_pg17.sh: testing in the Debian $SUITE root $ROOT with PostgreSQL $PG_MAJOR"
