@@ -203,8 +203,8 @@ so_mtime() {
 }
 
 start_server() {
-    # What is measured: the last commit that changed the extension's code,
-    # and the library the server loads (shared_preload_libraries) now.
+    # What is measured: BENCH_CODE (the store's and the cell's code), and
+    # the library the server loads (shared_preload_libraries) now.
     SO_AT_START="$(so_mtime)"
     EXT_INFO="$BENCH_CODE, claims.so installed $SO_AT_START"
     if [ "$(id -u)" -eq 0 ] && ! id -u "$RUN_USER" >/dev/null 2>&1; then
