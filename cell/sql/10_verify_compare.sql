@@ -183,6 +183,85 @@ SELECT * FROM claims_cell.verify_compare(NULL, NULL, NULL, NULL, NULL, NULL, NUL
     ARRAY['{"records": [{"metadata": }], "truncated": false}'], ARRAY['{"records": [], "truncated": false}'],
     NULL, NULL, '2026-01-01');
 \set VERBOSITY terse
+-- a listing page is read as JSON, however it is written: escapes in names
+-- and values, other whitespace, members the comparison does not read
+CREATE FUNCTION pg_temp.page_compare(page text) RETURNS text LANGUAGE sql AS $$
+SELECT row(c.*)::text FROM claims_cell.verify_compare(
+    ARRAY['01', '02', '03'], ARRAY['1', '2', '3'], ARRAY['USERNAMES', 'USERNAMES', 'USERNAMES'],
+    ARRAY['a/b', 'Ümlaut 😀', E'tab\t"q"\\'], ARRAY['USER', 'USER', 'USER'], ARRAY[1, 2, 3]::bigint[],
+    ARRAY['RAILS_TABLE_USERS', 'RAILS_TABLE_USERS', 'RAILS_TABLE_USERS'], ARRAY['username', 'username', 'username'],
+    ARRAY[page], ARRAY[page], NULL, '{}', '2026-01-01') c
+$$;
+CREATE TEMP TABLE vc_page AS
+SELECT jsonb_build_object('records', jsonb_build_array(
+           pg_temp.rec('USERNAMES', 'a/b', '\x01', 1), pg_temp.rec('USERNAMES', 'Ümlaut 😀', '\x02', 2),
+           pg_temp.rec('USERNAMES', E'tab\t"q"\\', '\x03', 9)), 'truncated', false)::text AS page;
+SELECT pg_temp.page_compare(page) FROM vc_page;
+SELECT v.how, pg_temp.page_compare(v.page) = pg_temp.page_compare(p.page) AS same_as_written_by_jsonb
+  FROM vc_page p, LATERAL (VALUES
+    ('escapes', replace(replace(replace(replace(replace(replace(p.page,
+        'a/b', 'a\/b'), 'Ümlaut 😀', '\u00dcmlaut \ud83D\uDE00'), '"status"', '"st\u0061tus"'),
+        '"metadata"', '"m\u0065tadata"'), '"bucket"', '"b\u0075cket"'), '\t', '\u0009')),
+    ('whitespace', E' \n' || replace(replace(p.page, ', ', E' ,\n\t'), ': ', E' :\r\n ') || E'\t\n'),
+    ('other members', replace(p.page, '{"uuid": ',
+        '{"user_data": {"k": ["}", "\"metadata\": {\"bucket\": {\"value\": \"x\"}}", '
+        '{"a": [1, -2.5E+3, 0.5e-1, 0, true, false, null, [], {}]}], "": "\\\""}, "uuid": '))) AS v(how, page)
+ ORDER BY 1;
+-- values of every kind of character, written by jsonb and with every
+-- character escaped (\uXXXX, upper and lower case, surrogate pairs above
+-- U+FFFF): each value matches its row's, nothing to repair
+CREATE TEMP TABLE vc_chars AS
+SELECT i, string_agg(chr(x.c), '' ORDER BY x.j) AS v
+  FROM generate_series(1, 60) i,
+       LATERAL (SELECT j, (ARRAY[1, 8, 9, 10, 12, 13, 31, 32, 34, 47, 92, 127, 128, 233, 2047, 2048, 8232,
+                                 55295, 57344, 65533, 65535, 65536, 128512, 1114111])[1 + (i * 7 + j * 13) % 24] AS c
+                  FROM generate_series(1, 1 + i % 9) j) x
+ GROUP BY i;
+CREATE FUNCTION pg_temp.json_escaped(v text, upper_hex boolean) RETURNS text LANGUAGE sql AS $$
+SELECT '"\u' || string_agg(CASE WHEN upper_hex THEN replace(upper(t.e), 'U', 'u') ELSE t.e END, '\u' ORDER BY t.n) || '"'
+  FROM (SELECT n, CASE WHEN ascii(ch) < 65536 THEN lpad(to_hex(ascii(ch)), 4, '0')
+                       ELSE to_hex(55296 + ((ascii(ch) - 65536) >> 10)) || '\u'
+                            || to_hex(56320 + ((ascii(ch) - 65536) & 1023)) END AS e
+          FROM regexp_split_to_table(v, '') WITH ORDINALITY AS s(ch, n)) t
+$$;
+CREATE FUNCTION pg_temp.chars_compare(how text) RETURNS text LANGUAGE sql AS $$
+SELECT row(c.n_duplicate, c.n_fixes, c.n_recent)::text
+  FROM (SELECT '{"records": [' || string_agg(format(
+                   '{"metadata": {"bucket": {"type": "USERNAMES", "value": %s}, "subject": {"type": "USER", "id": %s}, '
+                   '"source": {"type": "RAILS_TABLE_USERS", "rails_primary_key_id": "%s"}}, "status": "ACTIVE", '
+                   '"updated_at": "2020-01-01T00:00:00Z"}',
+                   CASE how WHEN 'jsonb' THEN to_jsonb(v)::text
+                            WHEN 'escaped' THEN pg_temp.json_escaped(v, false)
+                            ELSE pg_temp.json_escaped(v, true) END,
+                   i, encode(int8send(i), 'base64')), ', ') || '], "truncated": false}' AS page
+          FROM vc_chars) p,
+       claims_cell.verify_compare(
+           (SELECT array_agg(encode(int8send(i), 'hex') ORDER BY i) FROM vc_chars),
+           (SELECT array_agg(i::text ORDER BY i) FROM vc_chars),
+           (SELECT array_agg('USERNAMES'::text ORDER BY i) FROM vc_chars), (SELECT array_agg(v ORDER BY i) FROM vc_chars),
+           (SELECT array_agg('USER'::text ORDER BY i) FROM vc_chars), (SELECT array_agg(i ORDER BY i) FROM vc_chars),
+           (SELECT array_agg('RAILS_TABLE_USERS'::text ORDER BY i) FROM vc_chars),
+           (SELECT array_agg('username'::text ORDER BY i) FROM vc_chars),
+           ARRAY[p.page], ARRAY[p.page], NULL, '{}', '2026-01-01') c
+$$;
+SELECT how, pg_temp.chars_compare(how) FROM unnest(ARRAY['jsonb', 'escaped', 'ESCAPED']) how;
+-- and JSON only: each of these is the store's protocol violation (08P01)
+CREATE FUNCTION pg_temp.page_error(page text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_temp.page_compare(page);
+    RETURN 'read';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END
+$$;
+SELECT replace(v.page, chr(1), '<0x01>') AS page, pg_temp.page_error(v.page)
+  FROM (VALUES ('{"records": []}'), ('{}'), ('{"records": [}'), ('{"records": [], "truncated": false} x'),
+               ('{"records": ["a' || chr(1) || '"]}'), ('{"records": ["\ud800"]}'), ('{"records": ["\ud800\u0041"]}'),
+               ('{"records": ["\udc00"]}'), ('{"records": ["\u0000"]}'), ('{"records": ["\u00g0"]}'),
+               ('{"records": ["\q"]}'), ('{"records": ["abc'), ('{"records": [01]}'), ('{"records": [1.]}'),
+               ('{"records": [-]}'), ('{"records": [1e]}'), ('{"records": [1x]}'), ('{"records": [tru]}'),
+               ('{"records": [truex]}'), ('{"records": [{"status": "ACTIVE",}]}'), ('{"records" []}'),
+               ('[]'), ('"records"'), ('')) AS v(page);
 -- arrays of different lengths are refused, naming the argument
 SELECT * FROM claims_cell.verify_keep_fixes('[]', ARRAY['02', '03'], ARRAY['USERNAMES', 'USERNAMES'],
                                             ARRAY['drift'], ARRAY[3, 3]::bigint[], NULL);

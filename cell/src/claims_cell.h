@@ -201,6 +201,31 @@ extern Datum cell_call_listing(const char *server, Datum request, const char *fu
 extern bool cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 								   char *lease_out, CellCallResult *r);
 
+/* listing.c: the store's listing pages, read from their text */
+typedef struct VerifyRecord
+{
+	char	   *bucket_type;
+	char	   *value;
+	char	   *sid;			/* the source id: base64 as listed, hex once compared */
+	char	   *subject_type;
+	char	   *subject_id;
+	char	   *source_type;
+	char	   *status;
+	char	   *updated_at;
+	const char *text;			/* the record's JSON text, for "changed" */
+	int			textlen;
+} VerifyRecord;
+
+typedef struct VerifyRecords
+{
+	VerifyRecord *recs;
+	int			n;
+	int			cap;
+} VerifyRecords;
+
+extern void listing_read_page(const char *text, int len, VerifyRecords *out,
+							  bool *truncated, char **last_sid);
+
 /* breaker.c: circuit breaker and statistics, shared or per backend */
 typedef enum CellStat
 {

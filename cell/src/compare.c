@@ -15,7 +15,6 @@
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "common/base64.h"
-#include "common/jsonapi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
@@ -28,32 +27,6 @@
 PG_FUNCTION_INFO_V1(claims_cell_store_list_records_page);
 PG_FUNCTION_INFO_V1(claims_cell_verify_compare);
 PG_FUNCTION_INFO_V1(claims_cell_verify_keep_fixes);
-
-/* JSON semantic actions return an error code from PostgreSQL 16 on. */
-#if PG_VERSION_NUM >= 160000
-#define CELL_JSON_ACTION JsonParseErrorType
-#define CELL_JSON_DONE return JSON_SUCCESS
-#else
-#define CELL_JSON_ACTION void
-#define CELL_JSON_DONE return
-#endif
-
-#define CELL_JSON_DEPTH 5
-
-/* One record of the store's listing: the fields the comparison reads. */
-typedef struct VerifyRecord
-{
-	char	   *bucket_type;
-	char	   *value;
-	char	   *sid;			/* hex of the decoded source id */
-	char	   *subject_type;
-	char	   *subject_id;
-	char	   *source_type;
-	char	   *status;
-	char	   *updated_at;
-	const char *text;			/* the record's JSON text, for "changed" */
-	int			textlen;
-} VerifyRecord;
 
 /* One entry a row should hold (an element of verify_slice()'s expected). */
 typedef struct VerifyEntry
@@ -68,110 +41,6 @@ typedef struct VerifyEntry
 	char	   *source_type;
 	char	   *col;
 } VerifyEntry;
-
-/* A list of records, growing. */
-typedef struct VerifyRecords
-{
-	VerifyRecord *recs;
-	int			n;
-	int			cap;
-} VerifyRecords;
-
-/* The listing parser's state. */
-typedef struct VerifyParse
-{
-	JsonLexContext *lex;
-	int			depth;			/* objects open */
-	bool		in_records;		/* inside the top-level "records" array */
-	char	   *field[CELL_JSON_DEPTH + 1];
-	VerifyRecord *cur;
-	VerifyRecords *out;			/* NULL: only truncated and last_sid */
-	bool		truncated;
-	char	   *last_sid;		/* the last record's source id, base64 */
-} VerifyParse;
-
-/* Does a nullable C string equal a literal? */
-static inline bool
-cell_streq(const char *a, const char *b)
-{
-	return a != NULL && strcmp(a, b) == 0;
-}
-
-/* Start of an object: a record when it is an element of "records". */
-static CELL_JSON_ACTION
-verify_parse_object_start(void *state)
-{
-	VerifyParse *p = (VerifyParse *) state;
-
-	p->depth++;
-	if (p->depth <= CELL_JSON_DEPTH)
-		p->field[p->depth] = NULL;
-	if (p->depth == 2 && p->in_records && p->out == NULL)
-		p->last_sid = NULL;
-	else if (p->depth == 2 && p->in_records)
-	{
-		VerifyRecords *o = p->out;
-
-		if (o->n >= o->cap)
-		{
-			o->cap = Max(64, o->cap * 2);
-			o->recs = o->recs ? repalloc(o->recs, sizeof(VerifyRecord) * o->cap)
-				: palloc(sizeof(VerifyRecord) * o->cap);
-		}
-		p->cur = &o->recs[o->n++];
-		memset(p->cur, 0, sizeof(VerifyRecord));
-		p->cur->text = p->lex->token_start;
-	}
-	CELL_JSON_DONE;
-}
-
-/* End of an object: a record's text ends here. */
-static CELL_JSON_ACTION
-verify_parse_object_end(void *state)
-{
-	VerifyParse *p = (VerifyParse *) state;
-
-	if (p->depth == 2 && p->cur != NULL)
-	{
-		p->cur->textlen = p->lex->prev_token_terminator - p->cur->text;
-		p->cur = NULL;
-	}
-	p->depth--;
-	CELL_JSON_DONE;
-}
-
-/* The top-level "records" array opens. */
-static CELL_JSON_ACTION
-verify_parse_array_start(void *state)
-{
-	VerifyParse *p = (VerifyParse *) state;
-
-	if (p->depth == 1 && cell_streq(p->field[1], "records"))
-		p->in_records = true;
-	CELL_JSON_DONE;
-}
-
-/* The top-level "records" array closes. */
-static CELL_JSON_ACTION
-verify_parse_array_end(void *state)
-{
-	VerifyParse *p = (VerifyParse *) state;
-
-	if (p->depth == 1)
-		p->in_records = false;
-	CELL_JSON_DONE;
-}
-
-/* A field's name, remembered per depth. */
-static CELL_JSON_ACTION
-verify_parse_field_start(void *state, char *fname, bool isnull)
-{
-	VerifyParse *p = (VerifyParse *) state;
-
-	if (p->depth >= 1 && p->depth <= CELL_JSON_DEPTH)
-		p->field[p->depth] = fname;
-	CELL_JSON_DONE;
-}
 
 /* Decode a base64 source id to lower-case hex, as encode(decode(x)). */
 static char *
@@ -199,99 +68,17 @@ verify_sid_hex(const char *b64)
 	return hex;
 }
 
-/* A scalar: kept when it is one of the fields a record's comparison reads. */
-static CELL_JSON_ACTION
-verify_parse_scalar(void *state, char *token, JsonTokenType tokentype)
+/* Does a nullable C string equal a literal? */
+static inline bool
+cell_streq(const char *a, const char *b)
 {
-	VerifyParse *p = (VerifyParse *) state;
-	VerifyRecord *r = p->cur;
-	char	   *v = (tokentype == JSON_TOKEN_NULL) ? NULL : token;
-
-	if (r == NULL)
-		CELL_JSON_DONE;
-	if (p->depth == 2)
-	{
-		if (cell_streq(p->field[2], "status"))
-			r->status = v;
-		else if (cell_streq(p->field[2], "updated_at"))
-			r->updated_at = v;
-	}
-	else if (p->depth == 4 && cell_streq(p->field[2], "metadata"))
-	{
-		const char *f3 = p->field[3];
-		const char *f4 = p->field[4];
-
-		if (cell_streq(f3, "bucket"))
-		{
-			if (cell_streq(f4, "type"))
-				r->bucket_type = v;
-			else if (cell_streq(f4, "value"))
-				r->value = v;
-		}
-		else if (cell_streq(f3, "subject"))
-		{
-			if (cell_streq(f4, "type"))
-				r->subject_type = v;
-			else if (cell_streq(f4, "id"))
-				r->subject_id = v;
-		}
-		else if (cell_streq(f3, "source"))
-		{
-			if (cell_streq(f4, "type"))
-				r->source_type = v;
-			else if (cell_streq(f4, "rails_primary_key_id"))
-				r->sid = v ? verify_sid_hex(v) : NULL;
-		}
-	}
-	CELL_JSON_DONE;
-}
-
-/*
- * Run the parser p over the JSON text of len bytes with callbacks sem; text
- * that is not JSON is the store's protocol violation (08P01).
- */
-static void
-verify_parse_text(VerifyParse *p, JsonSemAction *sem, char *json, int len)
-{
-	JsonParseErrorType res;
-
-#if PG_VERSION_NUM >= 170000
-	p->lex = makeJsonLexContextCstringLen(NULL, json, len, GetDatabaseEncoding(), true);
-#else
-	p->lex = makeJsonLexContextCstringLen(json, len, GetDatabaseEncoding(), true);
-#endif
-	sem->semstate = p;
-	sem->object_start = verify_parse_object_start;
-	sem->object_end = verify_parse_object_end;
-	sem->array_start = verify_parse_array_start;
-	sem->array_end = verify_parse_array_end;
-	sem->object_field_start = verify_parse_field_start;
-	res = pg_parse_json(p->lex, sem);
-	if (res != JSON_SUCCESS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("the claims store sent a listing of records that is not valid JSON"),
-				 errdetail("%s", json_errdetail(res, p->lex))));
-}
-
-/* A page's scalars: the top-level "truncated", each record's source id. */
-static CELL_JSON_ACTION
-verify_page_scalar(void *state, char *token, JsonTokenType tokentype)
-{
-	VerifyParse *p = (VerifyParse *) state;
-
-	if (p->depth == 1 && cell_streq(p->field[1], "truncated"))
-		p->truncated = (tokentype == JSON_TOKEN_TRUE);
-	else if (p->depth == 4 && p->in_records && cell_streq(p->field[2], "metadata") &&
-			 cell_streq(p->field[3], "source") && cell_streq(p->field[4], "rails_primary_key_id"))
-		p->last_sid = (tokentype == JSON_TOKEN_NULL) ? NULL : token;
-	CELL_JSON_DONE;
+	return a != NULL && strcmp(a, b) == 0;
 }
 
 /*
  * Is the page the store's last one? Its text ends with the top-level
  * "truncated" member, as the store's jsonb output lays it out: ...],
- * "truncated": false}. A truncated page is parsed for its last record's
+ * "truncated": false}. A truncated page is read for its last record's
  * source id: the text near its end may be a record's user_data, any JSON
  * a client gave, keys included.
  */
@@ -317,8 +104,8 @@ Datum
 claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
 {
 	char	   *page;
-	VerifyParse p;
-	JsonSemAction sem;
+	bool		truncated = false;
+	char	   *last_sid = NULL;
 	TupleDesc	tupdesc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
@@ -329,23 +116,18 @@ claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
 	page = cell_call_listing_text(NameStr(*PG_GETARG_NAME(0)), PG_GETARG_DATUM(1),
 								  "claims_list_records",
 								  "the claims store refused to list this cell's records");
-	memset(&p, 0, sizeof(p));
 	if (!verify_page_is_last(page))
-	{
-		memset(&sem, 0, sizeof(sem));
-		sem.scalar = verify_page_scalar;
-		verify_parse_text(&p, &sem, page, strlen(page));
-	}
+		listing_read_page(page, strlen(page), NULL, &truncated, &last_sid);
 	values[0] = CStringGetTextDatum(page);
-	values[1] = BoolGetDatum(p.truncated);
-	if (p.last_sid != NULL)
-		values[2] = CStringGetTextDatum(p.last_sid);
+	values[1] = BoolGetDatum(truncated);
+	if (last_sid != NULL)
+		values[2] = CStringGetTextDatum(last_sid);
 	else
 		nulls[2] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/* Parse the records of every listing page of a text[] into out. */
+/* Read the records of every listing page of a text[] into out. */
 static void
 verify_parse_pages(ArrayType *pages, VerifyRecords *out)
 {
@@ -357,17 +139,17 @@ verify_parse_pages(ArrayType *pages, VerifyRecords *out)
 	for (int i = 0; i < n; i++)
 	{
 		text	   *t;
-		VerifyParse p;
-		JsonSemAction sem;
+		int			first = out->n;
+		bool		truncated;
+		char	   *last_sid;
 
 		if (nulls[i])
 			continue;
 		t = DatumGetTextPP(elems[i]);
-		memset(&p, 0, sizeof(p));
-		memset(&sem, 0, sizeof(sem));
-		p.out = out;
-		sem.scalar = verify_parse_scalar;
-		verify_parse_text(&p, &sem, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+		listing_read_page(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), out, &truncated, &last_sid);
+		for (int j = first; j < out->n; j++)
+			if (out->recs[j].sid != NULL)
+				out->recs[j].sid = verify_sid_hex(out->recs[j].sid);
 	}
 }
 
