@@ -145,7 +145,7 @@ claims_list_leases(PG_FUNCTION_ARGS)
 
 /*
  * The listing context, empty; made on the first call (the backend's malloc
- * thresholds are set by claims_spi_begin, see CLAIMS_MMAP_THRESHOLD).
+ * thresholds are set by claims_spi_begin, see common/malloc_thresholds.c).
  */
 static MemoryContext
 claims_listing_context_get(void)

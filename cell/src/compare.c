@@ -11,6 +11,7 @@
  *-------------------------------------------------------------------------
  */
 #include "claims_cell.h"
+#include "malloc_thresholds.h"
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
@@ -113,6 +114,7 @@ claims_cell_store_list_records_page(PG_FUNCTION_ARGS)
 	cell_require_identity();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	claims_set_malloc_thresholds();
 	page = cell_call_listing_text(NameStr(*PG_GETARG_NAME(0)), PG_GETARG_DATUM(1),
 								  "claims_list_records",
 								  "the claims store refused to list this cell's records");
@@ -648,6 +650,7 @@ claims_cell_verify_compare(PG_FUNCTION_ARGS)
 				 errmsg("arguments \"stored\", \"stored2\" and \"cutoff\" must not be null")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	claims_set_malloc_thresholds();
 
 	work = AllocSetContextCreate(CurrentMemoryContext, "claims_cell verify_compare",
 								 ALLOCSET_DEFAULT_SIZES);
