@@ -4,7 +4,8 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).co
 
 MODULE_big = claims
 # common/: the code both extensions build (time-ordered uuids, the
-# background workers' database lookup); each library has its own copy.
+# background workers' database lookup, malloc thresholds); each library
+# has its own copy.
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c common/*.c)))
 PG_CPPFLAGS = -Icommon
 # SHA-256 of bucket values (OpenSSL comes with PostgreSQL's development packages)

@@ -38,8 +38,10 @@ typedef struct ListingReader
 
 #define LISTING_DIGIT(c) ((c) >= '0' && (c) <= '9')
 
+static void listing_error(ListingReader *r, const char *expected) pg_attribute_noreturn();
+
 /* Fail: the text is not JSON where the reader stands. */
-static void pg_attribute_noreturn()
+static void
 listing_error(ListingReader *r, const char *expected)
 {
 	ereport(ERROR,
@@ -222,12 +224,16 @@ listing_string_value(const ListingString *s)
 	return buf.data;
 }
 
-/* Is the (member name) string s the ASCII name? */
+/* Is the member name s the name? A name with escapes is decoded once. */
 static bool
-listing_string_is(const ListingString *s, const char *name)
+listing_string_is(ListingString *s, const char *name)
 {
 	if (s->escaped)
-		return strcmp(listing_string_value(s), name) == 0;
+	{
+		s->s = listing_string_value(s);
+		s->len = strlen(s->s);
+		s->escaped = false;
+	}
 	return s->len == strlen(name) && memcmp(s->s, name, s->len) == 0;
 }
 
@@ -373,7 +379,7 @@ listing_enter_object(ListingReader *r)
 /*
  * A member the comparison reads, into *into: a string decoded, a number,
  * true or false as its text, NULL for null; an object or array is skipped
- * and leaves *into as it was (the SQL comparison read ->> of a scalar).
+ * and leaves *into as it was (the store writes these members as scalars).
  */
 static void
 listing_read_scalar(ListingReader *r, char **into)
