@@ -208,8 +208,9 @@ SELECT v.how, pg_temp.page_compare(v.page) = pg_temp.page_compare(p.page) AS sam
         '{"a": [1, -2.5E+3, 0.5e-1, 0, true, false, null, [], {}]}], "": "\\\""}, "uuid": '))) AS v(how, page)
  ORDER BY 1;
 -- values of every kind of character, written by jsonb and with every
--- character escaped (\uXXXX, upper and lower case, surrogate pairs above
--- U+FFFF): each value matches its row's, nothing to repair
+-- character escaped as \u and four hex digits (upper and lower case,
+-- surrogate pairs above U+FFFF): each value matches its row's, nothing to
+-- repair
 CREATE TEMP TABLE vc_chars AS
 SELECT i, string_agg(chr(x.c), '' ORDER BY x.j) AS v
   FROM generate_series(1, 60) i,
