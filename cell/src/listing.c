@@ -29,6 +29,7 @@ typedef struct ListingReader
 	const char *start;
 	const char *p;
 	const char *end;
+	bool		sid_only;		/* only the records' source ids are wanted */
 } ListingReader;
 
 /* A byte that continues a word or number (as PostgreSQL's JSON lexer). */
@@ -440,7 +441,9 @@ listing_read_metadata(ListingReader *r, VerifyRecord *rec)
 		return;
 	while (listing_next_member(r, &first, &key))
 	{
-		if (listing_string_is(&key, "bucket"))
+		if (r->sid_only && !listing_string_is(&key, "source"))
+			listing_skip_value(r);
+		else if (listing_string_is(&key, "bucket"))
 			listing_read_pair(r, &rec->bucket_type, "value", &rec->value);
 		else if (listing_string_is(&key, "subject"))
 			listing_read_pair(r, &rec->subject_type, "id", &rec->subject_id);
@@ -468,6 +471,8 @@ listing_read_record(ListingReader *r, VerifyRecord *rec)
 	{
 		if (listing_string_is(&key, "metadata"))
 			listing_read_metadata(r, rec);
+		else if (r->sid_only)
+			listing_skip_value(r);
 		else if (listing_string_is(&key, "status"))
 			listing_read_scalar(r, &rec->status);
 		else if (listing_string_is(&key, "updated_at"))
@@ -507,6 +512,7 @@ listing_read_page(const char *text, int len, VerifyRecords *out,
 
 	r.start = r.p = text;
 	r.end = text + len;
+	r.sid_only = (out == NULL);
 	*truncated = false;
 	*last_sid = NULL;
 	listing_expect(&r, '{', "a listing page, an object");
