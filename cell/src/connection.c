@@ -864,9 +864,10 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 /*
  * One session setting of a fresh connection's setup, a plain SET (no
  * function privilege needed; it outranks the store's configuration files
- * and their reloads). The remote error "tolerated" (NULL: any) is not the
- * setup's failure and leaves the session as it was; any other fails the
- * setup, which the next call then runs again. r->sent stays as it was.
+ * and their reloads). The remote errors "tolerated" (SQLSTATEs separated
+ * by spaces; NULL: any) are not the setup's failure and leave the session
+ * as it was; any other fails the setup, which the next call then runs
+ * again. r->sent stays as it was.
  */
 static CellCallStatus
 cell_session_set(const char *sql, const char *tolerated, bool sent, TimestampTz deadline,
@@ -877,7 +878,8 @@ cell_session_set(const char *sql, const char *tolerated, bool sent, TimestampTz 
 	r->sent = sent;
 	if (st != CELL_CALL_OK && st != CELL_CALL_REMOTE_ERROR)
 		return st;
-	if (st == CELL_CALL_REMOTE_ERROR && tolerated != NULL && strcmp(r->sqlstate, tolerated) != 0)
+	if (st == CELL_CALL_REMOTE_ERROR && tolerated != NULL &&
+		(r->sqlstate[0] == '\0' || strstr(tolerated, r->sqlstate) == NULL))
 		return st;
 	memset(r->sqlstate, 0, sizeof(r->sqlstate));
 	r->message = r->detail = r->hint = NULL;
@@ -890,7 +892,8 @@ cell_session_set(const char *sql, const char *tolerated, bool sent, TimestampTz 
  * the session answer in the compat JSON mapping (snake_case names, every
  * field: what the cell parses) whatever claims.json_output the store's
  * role, database or configuration sets for other clients (a store without
- * the setting knows no other mapping and refuses its name, 42704), and have the
+ * the setting knows no other mapping and refuses its name: 42704, or 42602
+ * once its library reserved the claims prefix), and have the
  * store's session look for a closed socket while it runs a statement
  * (PostgreSQL 14+), so that a statement this backend gave up on ends at the
  * store too (refused on platforms without the check; the connection is used
@@ -920,8 +923,8 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	quoted = PQescapeIdentifier(cell_conn, r->value, strlen(r->value));
 	if (quoted == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-	/* 42704: a store older than the setting; any other error fails the setup */
-	st = cell_session_set("SET claims.json_output = compat", "42704", sent, deadline, interruptible, r);
+	/* a store older than the setting: 42704, or 42602 where its prefix is reserved */
+	st = cell_session_set("SET claims.json_output = compat", "42704 42602", sent, deadline, interruptible, r);
 	if (st == CELL_CALL_OK && PQserverVersion(cell_conn) >= 140000)
 		st = cell_session_set("SET client_connection_check_interval = '" CELL_STORE_CLIENT_CHECK "'",
 							  NULL, sent, deadline, interruptible, r);

@@ -1,7 +1,9 @@
 """inject_proxy.py PORT SOCKET FLAG: a TCP proxy to a PostgreSQL Unix socket
 that answers the first query holding "SET claims.json_output" with an error
-(57014) of its own while the file FLAG exists, and removes FLAG; everything
-else passes through. For tests of a failing session setup."""
+of its own while the file FLAG exists, and removes FLAG; everything else
+passes through. The error is 57014 (a cancel), or 42602 when FLAG holds
+"42602" (the refusal of a store that reserved the claims prefix before it
+had the setting). For tests of a failing session setup."""
 import os
 import socket
 import struct
@@ -11,8 +13,12 @@ import threading
 port, sock_path, flag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
 
-def error_reply():
-    body = b'SERROR\0VERROR\0C57014\0Mcanceling statement due to user request\0\0'
+def error_reply(code):
+    if code == '42602':
+        body = (b'SERROR\0VERROR\0C42602\0Minvalid configuration parameter name "claims.json_output"\0'
+                b'D"claims" is a reserved prefix.\0\0')
+    else:
+        body = b'SERROR\0VERROR\0C57014\0Mcanceling statement due to user request\0\0'
     return b'E' + struct.pack('!I', len(body) + 4) + body + b'Z' + struct.pack('!I', 5) + b'I'
 
 
@@ -23,8 +29,10 @@ def pump(src, dst, from_client):
             if not data:
                 break
             if from_client and b'SET claims.json_output' in data and os.path.exists(flag):
+                with open(flag) as f:
+                    code = f.read().strip()
                 os.unlink(flag)
-                src.sendall(error_reply())
+                src.sendall(error_reply(code))
                 continue
             dst.sendall(data)
     except OSError:

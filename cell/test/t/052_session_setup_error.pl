@@ -52,6 +52,16 @@ like($err, qr/canceling statement due to user request/, 'the call whose setup fa
 unlike($err, qr/did not advance|not valid JSON|unexpected/, 'no call read a proto3 answer');
 is($out, "0|0|0|0\n0|0|0|0", 'the next calls set the connection up again and verify the table');
 
+# A store from before the setting that reserved the claims prefix refuses
+# the SET with 42602: the session is used as it is, its calls succeed.
+$store->safe_psql('postgres', q{ALTER ROLE cell_one RESET claims.json_output});
+open $f, '>', $flag or die "$flag: $!";
+print $f "42602\n";
+close $f;
+($ret, $out, $err) = $node->psql('cell1', "SET claims_cell.verify_recent = 0;\n$verify;\n$verify;");
+ok(!-e $flag, 'the 42602 refusal was injected');
+is($out, "0|0|0|0\n0|0|0|0", 'a store that reserved the prefix but has no setting is used') or diag($err);
+
 kill 'TERM', $proxy;
 waitpid($proxy, 0);
 done_testing();
