@@ -1438,8 +1438,12 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 	}
 	else
 	{
-		/* a refusal is final; anything else the worker tries again at once */
-		bool		handed = (r.status != CELL_CALL_REMOTE_ERROR ||
+		/*
+		 * A refusal is final; anything else the worker tries again at once,
+		 * including an error of a fresh connection's setup (r.connecting):
+		 * the store never saw the request
+		 */
+		bool		handed = (r.status != CELL_CALL_REMOTE_ERROR || r.connecting ||
 							  (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
 			cell_worker_push(cell_lease, commit ? 'c' : 'r');
 
