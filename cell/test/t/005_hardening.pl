@@ -169,10 +169,13 @@ send_wait(\%l, q{BEGIN; SELECT 1 FROM claims WHERE bucket_value = 'locked' FOR U
 	'held');
 ($st, $out, $err) = sql_state($node, 'cell1', q{DELETE FROM users WHERE id = 300});
 is($st, '08006', 'a DELETE of the locked value fails with 08006 after two timeouts');
-Time::HiRes::usleep(1_500_000);
+# the store sees the closed sockets within client_connection_check_interval
+ok( $store->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity
+	 WHERE usename = 'cell_one' AND wait_event_type = 'Lock'}),
+	'the store ends both tries\' statements while the lock is held');
 $l{in} .= "COMMIT;\n\\q\n";
 $l{h}->finish;
-Time::HiRes::usleep(1_500_000);
+Time::HiRes::usleep(500_000);
 is(outstanding(1), '0', 'no lease of the cell is left outstanding once the lock is gone');
 is(store_claim('locked'), 'ACTIVE:1:300', 'the value is still ACTIVE, owned by the cell');
 is($node->safe_psql('cell1', q{SELECT count(*) FROM users WHERE id = 300}), '1',
