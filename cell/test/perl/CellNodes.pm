@@ -14,11 +14,14 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use File::Basename ();
+use IO::Socket::INET ();
 use IPC::Run ();
+use Time::HiRes ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(store_node cell_node add_cell sql_state start_session);
+our @EXPORT = qw(store_node cell_node add_cell sql_state start_session start_inject_proxy);
 
 # A started store node with cells registered: store_node(name, [id, name, role], ...).
 # Its databases are UTF8, so non-ASCII values compare byte for byte.
@@ -97,6 +100,30 @@ sub start_session
 		IPC::Run::timeout(180));
 	$s{h}->pump while length $s{in};
 	return \%s;
+}
+
+# Start cell/test/inject_proxy.py in front of the store's socket (it injects
+# an error into a session's setup while the file flag exists) and point the
+# server topology of the cell database db at it; returns the proxy's pid,
+# for kill 'TERM' at the end.
+sub start_inject_proxy
+{
+	my ($store, $node, $db, $flag) = @_;
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $sock = $store->host . '/.s.PGSQL.' . $store->port;
+	my $proxy = File::Basename::dirname(__FILE__) . '/../inject_proxy.py';
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0) { exec('python3', $proxy, $port, $sock, $flag) or die "exec: $!"; }
+	# wait until it listens: the cell's calls must not fail (and open its breaker) before
+	for (my $i = 0; !IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port); $i++)
+	{
+		die "inject_proxy.py does not listen on port $port" if $i >= 100;
+		Time::HiRes::usleep(100_000);
+	}
+	$node->safe_psql($db,
+		"ALTER SERVER topology OPTIONS (SET host '127.0.0.1', SET port '$port', ADD sslmode 'disable')");
+	return $pid;
 }
 
 1;

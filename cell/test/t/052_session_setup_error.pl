@@ -13,6 +13,7 @@ use CellNodes;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ]);
 my $node = cell_node('cell', "claims_cell.verify_interval = 0\n");
@@ -24,21 +25,15 @@ SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
 $node->safe_psql('cell1', q{INSERT INTO users SELECT i, 'user' || i FROM generate_series(1, 300) i});
 
 # The cell reaches the store through the proxy; the store answers cell_one in proto3.
-my $pport = PostgreSQL::Test::Cluster::get_free_port();
 my $flag = "$PostgreSQL::Test::Utils::tmp_check/inject_json_output";
-my $sock = $store->host . '/.s.PGSQL.' . $store->port;
-my $proxy = fork();
-die "fork: $!" unless defined $proxy;
-if ($proxy == 0) { exec('python3', "$FindBin::RealBin/../inject_proxy.py", $pport, $sock, $flag) or die; }
-$node->safe_psql('cell1',
-	"ALTER SERVER topology OPTIONS (SET host '127.0.0.1', SET port '$pport', ADD sslmode 'disable')");
+my $proxy = start_inject_proxy($store, $node, 'cell1', $flag);
 $store->safe_psql('postgres', q{ALTER ROLE cell_one SET claims.json_output = proto3});
 my $verify = "SELECT missing, extra, drifted, repaired FROM claims_cell.verify('users')";
 my $ok;
 foreach (1 .. 50)
 {
 	$ok = $node->psql('cell1', $verify) == 0 and last;
-	sleep 0.2;
+	usleep(200_000);
 }
 ok($ok, 'verify() through the proxy works');
 

@@ -28,14 +28,8 @@ SELECT claims_cell.claim_column('users', 'username', 'USERNAMES', 'USER', 'id');
 });
 
 # The cell reaches the store through the proxy.
-my $pport = PostgreSQL::Test::Cluster::get_free_port();
 my $flag = "$PostgreSQL::Test::Utils::tmp_check/inject_setup_in_commit";
-my $sock = $store->host . '/.s.PGSQL.' . $store->port;
-my $proxy = fork();
-die "fork: $!" unless defined $proxy;
-if ($proxy == 0) { exec('python3', "$FindBin::RealBin/../inject_proxy.py", $pport, $sock, $flag) or die; }
-$node->safe_psql('cell1',
-	"ALTER SERVER topology OPTIONS (SET host '127.0.0.1', SET port '$pport', ADD sslmode 'disable')");
+my $proxy = start_inject_proxy($store, $node, 'cell1', $flag);
 my $ok;
 foreach my $i (1 .. 50)
 {
