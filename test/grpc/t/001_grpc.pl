@@ -253,7 +253,12 @@ for my $i (0 .. 35)
 	push @calls, \%c;
 }
 helper_send({ op => 'burst', calls => \@calls });
-sleep 0.9;    # the scenario: the lock goes while the deadlines run out
+# the scenario: the lock goes while the deadlines run out, about 0.9 s after
+# the calls started (timed from when the first waits for it at the store)
+ok(poll_until(10, sub { $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE usename = 'claims_gateway' AND wait_event_type = 'Lock'") ne '0' }),
+	'the burst waits on the lock');
+sleep 0.8;
 unlock_session($lock);
 my $results = helper_recv(120)->{results};
 my (%codes, %known);
