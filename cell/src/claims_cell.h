@@ -176,7 +176,7 @@ typedef struct CellCallResult
 	int			tries;
 	bool		sent;			/* a request may have reached the store */
 	bool		abandoned;		/* a try sent it, then was given up */
-	bool		connecting;		/* it failed while connecting */
+	bool		connecting;		/* its last try failed while connecting */
 } CellCallResult;
 
 extern void cell_conn_prepare(Oid serverid);

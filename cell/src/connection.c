@@ -861,6 +861,18 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 	return r->status;
 }
 
+/* Whether sqlstate is one of list's codes (five characters each, one space between). */
+static bool
+cell_sqlstate_in(const char *sqlstate, const char *list)
+{
+	if (strlen(sqlstate) != 5)
+		return false;
+	for (const char *p = list; *p != '\0'; p += (p[5] == ' ' ? 6 : 5))
+		if (strncmp(p, sqlstate, 5) == 0)
+			return true;
+	return false;
+}
+
 /*
  * One session setting of a fresh connection's setup, a plain SET (no
  * function privilege needed; it outranks the store's configuration files
@@ -879,7 +891,7 @@ cell_session_set(const char *sql, const char *tolerated, bool sent, TimestampTz 
 	if (st != CELL_CALL_OK && st != CELL_CALL_REMOTE_ERROR)
 		return st;
 	if (st == CELL_CALL_REMOTE_ERROR && tolerated != NULL &&
-		(r->sqlstate[0] == '\0' || strstr(tolerated, r->sqlstate) == NULL))
+		!cell_sqlstate_in(r->sqlstate, tolerated))
 		return st;
 	memset(r->sqlstate, 0, sizeof(r->sqlstate));
 	r->message = r->detail = r->hint = NULL;

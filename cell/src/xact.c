@@ -1441,7 +1441,9 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 		/*
 		 * A refusal is final; anything else the worker tries again at once,
 		 * including an error of a fresh connection's setup (r.connecting):
-		 * the store never saw the request
+		 * that try never sent the request. An earlier try given up
+		 * (r.abandoned) may have been applied; the worker's finish is then
+		 * a repeat, which the store answers as done once it is durable.
 		 */
 		bool		handed = (r.status != CELL_CALL_REMOTE_ERROR || r.connecting ||
 							  (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
