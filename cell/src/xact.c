@@ -738,10 +738,12 @@ cell_lease_confirm(CellLease *lease, const CellCallResult *r)
 
 /*
  * Whether the store holds a value for this cell, asked with
- * claims_get_record (inside SPI_connect); true when it cannot tell.
+ * claims_get_record (inside SPI_connect); true when it cannot tell. The
+ * create of the lease being superseded (superseded: its uuid, or NULL) is
+ * not held: the store transaction that was refused rolls that lease back.
  */
 static bool
-cell_store_holds(const CellChange *c, int64 cell_id)
+cell_store_holds(const CellChange *c, int64 cell_id, const char *superseded)
 {
 	StringInfoData req;
 	CellCallResult r;
@@ -764,10 +766,21 @@ cell_store_holds(const CellChange *c, int64 cell_id)
 	if (r.value == NULL)
 		return false;			/* nobody claims it */
 	arg = CStringGetTextDatum(r.value);
-	if (SPI_execute_with_args("SELECT CAST(CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'cell_id' AS pg_catalog.int8)",
+	if (SPI_execute_with_args("SELECT CAST(CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'cell_id' AS pg_catalog.int8),"
+							  " CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'lease_uuid',"
+							  " CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'status'",
 							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return true;
 	owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull && superseded != NULL)
+	{
+		char	   *lu = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		char	   *st = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+
+		if (lu != NULL && st != NULL && strcmp(lu, superseded) == 0 &&
+			strcmp(st, "LEASE_CREATING") == 0)
+			return false;
+	}
 	return isnull || DatumGetInt64(owner) == cell_id;
 }
 
@@ -778,11 +791,11 @@ cell_store_holds(const CellChange *c, int64 cell_id)
  * each; a replace of such a value becomes a create. A row going away must
  * not fail on a claim that never was this cell's (a row written with the
  * triggers off, or restored); verify() reports the rest. Only the values
- * the refusal's detail names are asked about. Returns whether anything
- * was dropped.
+ * the refusal's detail names are asked about; superseded as for
+ * cell_store_holds. Returns whether anything was dropped.
  */
 static bool
-cell_drop_unclaimed(List **nets, const char *detail, int64 cell_id)
+cell_drop_unclaimed(List **nets, const char *detail, int64 cell_id, const char *superseded)
 {
 	bool		dropped = false;
 	ListCell   *lc;
@@ -792,7 +805,7 @@ cell_drop_unclaimed(List **nets, const char *detail, int64 cell_id)
 		CellNet    *n = lfirst(lc);
 
 		if (!n->existed || strstr(detail, cell_label(n->last)) == NULL ||
-			cell_store_holds(n->last, cell_id))
+			cell_store_holds(n->last, cell_id, superseded))
 			continue;
 		ereport(WARNING,
 				(errmsg("claims_cell: value \"%s\" of column \"%s\" of table \"%s\" was not claimed at the claims store",
@@ -837,10 +850,11 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 		{
 			/* a refusal leaves no lease, unless an abandoned first try still runs */
 			lease->sent = lease->in_doubt = r.abandoned;
-			if (!r.abandoned && r.detail != NULL &&
+			/* that try asked the same and is refused alike, or rolled back as in doubt */
+			if (r.detail != NULL &&
 				(strcmp(r.sqlstate, "P0002") == 0 ||
 				 (strcmp(r.sqlstate, "42501") == 0 && strncmp(r.message, "cannot destroy", 14) == 0)) &&
-				cell_drop_unclaimed(&nets, r.detail, cell_id))
+				cell_drop_unclaimed(&nets, r.detail, cell_id, NULL))
 			{
 				if (nets == NIL)
 					return NULL;
@@ -1231,10 +1245,10 @@ cell_supersede_lease(CellClaimCtx *cx, CellLease *old, List *nets)
 		}
 		if (r.status == CELL_CALL_REMOTE_ERROR)
 		{
-			if (!r.abandoned && r.detail != NULL &&
+			if (r.detail != NULL &&
 				(strcmp(r.sqlstate, "P0002") == 0 ||
 				 (strcmp(r.sqlstate, "42501") == 0 && strncmp(r.message, "cannot destroy", 14) == 0)) &&
-				cell_drop_unclaimed(&nets, r.detail, cx->cell_id))
+				cell_drop_unclaimed(&nets, r.detail, cx->cell_id, old->uuid))
 				continue;
 			cell_raise_refusal(nets, &r, cx->cell_id);
 		}
