@@ -1470,10 +1470,10 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 				 handed
 				 ? (commit
 					? errdetail("The local transaction committed; the background worker commits the lease.")
-					: errdetail("The local transaction rolled back; the background worker rolls the lease back."))
+					: errdetail("The background worker rolls the lease back."))
 				 : (commit
 					? errdetail("The local transaction committed; the lease stays in claims_cell.outstanding_leases until recovery commits it.")
-					: errdetail("The local transaction rolled back; the lease stays outstanding at the store until recovery rolls it back."))));
+					: errdetail("The lease stays outstanding at the store until recovery rolls it back."))));
 	}
 }
 

@@ -201,7 +201,7 @@ like($lease{tk}{err}, qr/DETAIL:\s+The local transaction committed; the backgrou
 	'and that it was handed to the background worker');
 like($lease{tr}{err}, qr/WARNING:\s+01000: claims_cell: could not roll back lease/,
 	'the ROLLBACK warns that its lease could not be rolled back');
-like($lease{tr}{err}, qr/DETAIL:\s+The local transaction rolled back; the background worker rolls the lease back\./,
+like($lease{tr}{err}, qr/DETAIL:\s+The background worker rolls the lease back\./,
 	'and that it was handed to the background worker');
 like($p->{err}, qr/WARNING:\s+01000: claims_cell: could not roll back lease \S+ at the claims store: not tried/,
 	'the cancelled INSERT does not wait to roll back its lease');
