@@ -1,4 +1,8 @@
-# PGXS build for the claims extension.
+# PGXS build of the two extensions: the store (claims, here) and the cell
+# side (claims_cell, cell/). `make && make install` builds and installs both
+# for the server whose pg_config is found (PG_CONFIG). The gRPC front is
+# `make grpc`; `make run`, `make test`, `make deb` and `make bench` build
+# what they need themselves and choose their own server (scripts/).
 EXTENSION = claims
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 
@@ -30,9 +34,17 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 PG_CFLAGS += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
-PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
-PGXS := $(shell $(PG_CONFIG) --pgxs)
+# Any server's pg_config: the first on PATH, or make PG_CONFIG=/path/to/pg_config.
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+# The project's own commands (make run, test, deb, bench, stop) install
+# what they need first, PostgreSQL's development files included.
+SCRIPT_GOALS = run stop test deb bench grpc install-grpc clean-grpc
+ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+else ifneq ($(filter-out $(SCRIPT_GOALS),$(or $(MAKECMDGOALS),all)),)
+$(error $(PG_CONFIG) --pgxs names no PGXS build files: install your PostgreSQL's development package (postgresql-server-dev-NN on Debian) or run make PG_CONFIG=/path/to/pg_config)
+endif
 
 # Every source includes the shared header.
 $(OBJS): src/claims.h $(wildcard common/*.h)
@@ -52,17 +64,17 @@ install-cell:
 clean-cell:
 	$(MAKE) -C cell PG_CONFIG=$(PG_CONFIG) clean
 
-# The gRPC server, claims-grpc (grpc/), is built, installed and cleaned with
-# the store. It goes to the bin directory beside PostgreSQL's prefix:
-# /usr/bin for Debian's /usr/lib/postgresql/NN/bin (GRPC_BINDIR overrides).
+# The gRPC server, claims-grpc (grpc/), needs gRPC's C++ toolchain and is
+# built apart: `make grpc`, `make install-grpc`. It goes to the bin
+# directory beside PostgreSQL's prefix: /usr/bin for Debian's
+# /usr/lib/postgresql/NN/bin (GRPC_BINDIR overrides). `make clean` cleans it
+# too (that needs no toolchain).
 GRPC_BINDIR ?= $(shell $(PG_CONFIG) --bindir | sed 's,/lib/postgresql/[0-9]*/bin$$,/bin,')
-all: all-grpc
-install: install-grpc
 clean: clean-grpc
-.PHONY: all-grpc install-grpc clean-grpc
-all-grpc:
+.PHONY: grpc install-grpc clean-grpc
+grpc:
 	$(MAKE) -C grpc
-install-grpc: all-grpc
+install-grpc: grpc
 	$(MAKE) -C grpc install BINDIR=$(GRPC_BINDIR)
 clean-grpc:
 	$(MAKE) -C grpc clean
@@ -76,14 +88,18 @@ META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_jso
 # a Debian 13 root (scripts/test_pg17.sh). make test PG=15-cassert: the cell
 # suites and the store's churn tests on PostgreSQL 15 built with assertions
 # (scripts/test_cassert.sh, the server built once under build/).
+# make test LOAD=N: the same with N CPU-bound processes beside the whole
+# run (scripts/with_load.sh), to show the suites hold on a loaded machine.
 PG ?=
+LOAD ?=
+WITH_LOAD = $(if $(LOAD),scripts/with_load.sh $(LOAD))
 test:
 ifeq ($(PG),17)
-	scripts/test_pg17.sh
+	$(WITH_LOAD) scripts/test_pg17.sh
 else ifeq ($(PG),15-cassert)
-	scripts/test_cassert.sh
+	$(WITH_LOAD) scripts/test_cassert.sh
 else ifeq ($(filter-out 15,$(PG)),)
-	scripts/test.sh
+	$(WITH_LOAD) scripts/test.sh
 else
 	@echo "make test: PG=$(PG) is not supported (15, the default, 15-cassert or 17)"; echo "0 passed, 1 failed"; exit 1
 endif

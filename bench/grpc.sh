@@ -67,7 +67,7 @@ find_gateway() {
 main_root() {
     local work gw
     "$REPO/scripts/deps.sh" || die "dependencies are missing"
-    gw="$(find_gateway)" || die "claims-grpc is not built (run make first)"
+    gw="$(find_gateway)" || die "claims-grpc is not built (run make grpc first)"
     work="$(mktemp -d /tmp/claims-grpc-bench.XXXXXX)" || die "mktemp failed"
     mkdir -p "$work/src/bench" "$work/src/test/grpc" "$work/src/grpc/build" "$work/src/scripts"
     cp "$BENCH_DIR/grpc.sh" "$BENCH_DIR/grpc_pairs.cc" "$work/src/bench/"
@@ -162,7 +162,7 @@ EOF
 start_gateway() {
     local gw i
     gw="$REPO/grpc/build/claims-grpc"
-    [ -x "$gw" ] || gw="$(find_gateway)" || die "claims-grpc is not built (run make first)"
+    [ -x "$gw" ] || gw="$(find_gateway)" || die "claims-grpc is not built (run make grpc first)"
     bash "$REPO/test/grpc/make_certs.sh" "$WORK/certs" || die "certificates failed"
     printf '# CN  role\ncell-one  cell_one\n' >"$WORK/identity.map"
     GW_PORT=$((45000 + $$ % 1000))

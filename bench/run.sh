@@ -82,6 +82,13 @@ if [ "${1:-}" = --code ]; then
     exit 0
 fi
 PG_CONFIG="${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}"
+# This tree is what is measured: as root, install what the benchmark needs
+# (scripts/deps.sh), build and install both extensions; claims-grpc is
+# built in any case (scripts/build.sh).
+if [ "$(id -u)" -eq 0 ]; then
+    PG_CONFIG="$PG_CONFIG" "$BENCH_DIR/../scripts/deps.sh" >/dev/null || { echo "run.sh: dependencies are missing" >&2; exit 1; }
+fi
+PG_CONFIG="$PG_CONFIG" "$BENCH_DIR/../scripts/build.sh" || { echo "run.sh: the build failed" >&2; exit 1; }
 BINDIR="$("$PG_CONFIG" --bindir)" || { echo "run.sh: cannot run $PG_CONFIG" >&2; exit 1; }
 RUN_USER="${CLAIMS_OS_USER:-claims}"
 NPROC="$(nproc)"

@@ -58,15 +58,17 @@ as_owner() {
     fi
 }
 
-# Build and install the extension (root), or check that it is installed.
+# Build and install the extensions and build claims-grpc (root,
+# scripts/build.sh), or check that the extensions are installed.
 build_and_install() {
     if [ "$(id -u)" -eq 0 ]; then
-        echo "run.sh: building and installing the extensions"
-        make -C "$REPO" PG_CONFIG="$PG_CONFIG" >/dev/null || die "build failed"
-        make -C "$REPO" PG_CONFIG="$PG_CONFIG" install >/dev/null || die "make install failed"
+        echo "run.sh: building and installing the extensions, building claims-grpc"
+        PG_CONFIG="$PG_CONFIG" "$REPO/scripts/build.sh" || die "the build failed"
     elif [ ! -f "$SHAREDIR/extension/claims.control" ] || [ ! -f "$PKGLIBDIR/claims.so" ] ||
         [ ! -f "$SHAREDIR/extension/claims_cell.control" ] || [ ! -f "$PKGLIBDIR/claims_cell.so" ]; then
         die "the claims and claims_cell extensions are not installed; run 'make install' as root first"
+    else
+        PG_CONFIG="$PG_CONFIG" "$REPO/scripts/build.sh" || echo "run.sh: claims-grpc could not be built; no gRPC demo"
     fi
 }
 
@@ -256,7 +258,9 @@ find_grpc() {
 start_grpc() {
     local gw dir="$RUN_DIR/grpc" pid
     gw="$(find_grpc)" || {
-        echo "run.sh: claims-grpc is not built (make); no gRPC demo"
+        # as root it was just built: its absence is a failure, not a choice
+        [ "$(id -u)" -eq 0 ] && die "claims-grpc is not built (make grpc)"
+        echo "run.sh: claims-grpc is not built (make grpc); no gRPC demo"
         return 1
     }
     if [ ! -d "$dir" ]; then

@@ -623,16 +623,14 @@ cleanup_root() {
     fi
 }
 
-# Build and install the extension from the work tree (root).
+# Build and install the extensions and build claims-grpc from the work
+# tree (root, scripts/build.sh).
 build_and_install() {
-    local log="$WORK/build.log"
     echo "test.sh: building and installing with $PG_CONFIG"
-    if ! make -C "$REPO" PG_CONFIG="$PG_CONFIG" >"$log" 2>&1 ||
-        ! make -C "$REPO" PG_CONFIG="$PG_CONFIG" install >>"$log" 2>&1; then
-        echo "test.sh: build or install failed:"
-        tail -n 80 "$log"
+    PG_CONFIG="$PG_CONFIG" "$REPO/scripts/build.sh" "$WORK/build.log" || {
+        echo "test.sh: build or install failed"
         return 1
-    fi
+    }
 }
 
 # Copy the work tree, without VCS data and test output, to $1.

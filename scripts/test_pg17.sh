@@ -100,7 +100,7 @@ tar -C /mnt/claims --anchored --exclude=./.git --exclude=./build --exclude="./tm
     --exclude="*.o" --exclude="*.so" --exclude="*.bc" -cf - . | tar -C "$src" -xf - || exit 1
 cd "$src" || exit 1
 case "$cmd" in
-    bench) bash scripts/deps.sh >/dev/null && make -s install >/dev/null && exec bash bench/run.sh ;;
+    bench) exec bash bench/run.sh ;;
     *) exec bash "$src/scripts/$cmd" ;;
 esac
 '
