@@ -23,3 +23,11 @@ SELECT claims_cell.claim_column('users', 'email', bucket_type => 'EMAILS',
                                 subject_type => 'USER', subject_column => 'id')
  WHERE NOT EXISTS (SELECT 1 FROM claims_cell.claimed_columns
                     WHERE table_name = 'users'::regclass AND column_name = 'email');
+-- a deferrable declaration: claims at the statement unless set_constraints()
+-- defers it to COMMIT (the demo's step 13)
+CREATE TABLE IF NOT EXISTS routes (id bigint PRIMARY KEY, path text);
+SELECT claims_cell.claim_column('routes', 'path', bucket_type => 'ROUTES',
+                                subject_type => 'NAMESPACE', subject_column => 'id',
+                                "deferrable" => true)
+ WHERE NOT EXISTS (SELECT 1 FROM claims_cell.claimed_columns
+                    WHERE table_name = 'routes'::regclass AND column_name = 'path');

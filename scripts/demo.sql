@@ -10,7 +10,8 @@
 -- Run it with: psql -X -h 127.0.0.1 -p 5499 -U claims -f scripts/demo.sql claims
 -- as a superuser (scripts/run.sh does). The roles and cells are created and
 -- registered when missing, and values are unique per run, so it can be run
--- any number of times on the same database.
+-- any number of times on the same database. Every step that must fail checks
+-- its SQLSTATE (demo_expect.sql) and stops the demo when it is another.
 
 \set ON_ERROR_STOP 1
 \set QUIET on
@@ -80,7 +81,8 @@ SELECT claims_begin_update(jsonb_build_object(
         'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 7))),
     'destroy_records', '[]'::jsonb));
 \set ON_ERROR_STOP 1
-\echo 'SQLSTATE of that error:' :LAST_ERROR_SQLSTATE
+\set expect 55P03
+\ir demo_expect.sql
 
 \echo
 \echo '== 2b. Cell 2 tries to commit cell 1''s lease in cell 1''s name'
@@ -88,7 +90,8 @@ SELECT claims_begin_update(jsonb_build_object(
 \set ON_ERROR_STOP 0
 SELECT claims_commit(1, :'cell1_lease');
 \set ON_ERROR_STOP 1
-\echo 'SQLSTATE of that error:' :LAST_ERROR_SQLSTATE
+\set expect 42501
+\ir demo_expect.sql
 
 \echo
 \echo '== 3. Cell 1 commits its lease:' :alice 'is now ACTIVE and owned by cell 1'
@@ -110,7 +113,8 @@ SELECT claims_begin_update(jsonb_build_object(
         'source', jsonb_build_object('type', 'RAILS_TABLE_USERS', 'rails_primary_key_id', 7))),
     'destroy_records', '[]'::jsonb));
 \set ON_ERROR_STOP 1
-\echo 'SQLSTATE of that error:' :LAST_ERROR_SQLSTATE
+\set expect 23505
+\ir demo_expect.sql
 
 \echo
 \echo '== 5. Cell 2 leases' :bob 'instead, then rolls the lease back'

@@ -80,3 +80,4 @@ show("6. cell 1 tries to act for cell 2 (PERMISSION_DENIED: matching cell only)"
 
 if FAILED:
     sys.exit("grpc_demo.py: unexpected answers in: %s" % "; ".join(FAILED))
+print("== Done: every answer was the expected one.")

@@ -85,7 +85,8 @@ ensure_traversable() {
         dir="$(dirname "$dir")"
     done
     local script
-    for script in demo.sql cell_setup.sql cell_demo.sql grpc_demo.py; do
+    for script in demo.sql demo_expect.sql demo_assert.sql cell_setup.sql cell_demo.sql \
+        cell_demo_peer.sql grpc_demo.py; do
         if ! runuser -u "$RUN_USER" -- test -r "$REPO/scripts/$script"; then
             chmod o+r "$REPO/scripts/$script" || die "cannot make scripts/$script readable for $RUN_USER"
         fi
@@ -236,11 +237,13 @@ create_cells() {
     done
 }
 
-# Run scripts/cell_demo.sql in cell_1; it runs psql against cell_2 itself.
+# Run scripts/cell_demo.sql in cell_1; it runs psql against cell_2 itself
+# (scripts/cell_demo_peer.sql), writing cell 2's output to .run/.
 run_cell_demo() {
     echo
     echo "run.sh: running scripts/cell_demo.sql"
     CELL_2_PSQL="$BINDIR/psql -X -e -h $SOCK_DIR -p $PORT -U $RUN_USER -d cell_2" \
+        CLAIMS_DEMO_DIR="$REPO/scripts" CLAIMS_DEMO_PEER_LOG="$RUN_DIR/cell_2_step.log" \
         psql_run -d cell_1 -f "$REPO/scripts/cell_demo.sql"
 }
 
