@@ -7,8 +7,11 @@
 # unprivileged user, starts a server preloading both libraries and checks
 # that both extensions are there and work: CREATE EXTENSION claims and
 # claims_cell, a lease through the store's API, and a cell configured
-# against that store whose INSERT is claimed there. Prints TAP lines and
-# ends with "N passed, N failed"; exit status non-zero on a failure. Root.
+# against that store whose INSERT is claimed there. Then, in the same root,
+# a plain `make && make install` of the tree with PostgreSQL's development
+# package and no gRPC toolchain (pgxs_build; CLAIMS_PGXS_BUILD_TEST=0 skips
+# it). Prints TAP lines and ends with "N passed, N failed"; exit status
+# non-zero on a failure. Root.
 set -u
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,6 +62,50 @@ in_root() {
 sql() {
     in_root runuser -u pkgtest -- /usr/lib/postgresql/"$MAJOR"/bin/psql -X -q -A -t -v ON_ERROR_STOP=1 \
         -h /tmp/pkgtest -p 5499 -d "$1" -c "$2"
+}
+
+# The PGXS habit in the same root: with PostgreSQL's development package
+# (and a C compiler) but no gRPC toolchain, a plain `make && make install`
+# builds and installs both extensions, `make PG_CONFIG=...` picks the server,
+# and `make clean` works. As the unprivileged user, on a copy of the tree.
+pgxs_build() {
+    local log="$BUILD/pkgtest-$MAJOR-pgxs.log" src=/home/pkgtest/claims-src p f rc
+    in_root apt-get install -y --no-install-recommends "postgresql-server-dev-$MAJOR" gcc make >"$log" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || tail -n 20 "$log"
+    ok $rc "apt installs postgresql-server-dev-$MAJOR, gcc and make"
+    [ "$rc" -eq 0 ] || return
+    rc=0
+    for p in pkg-config libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc; do
+        [ "$(in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] && {
+            echo "# $p is installed"
+            rc=1
+        }
+    done
+    ok $rc "the root has no gRPC toolchain (pkg-config, gRPC and protobuf development packages)"
+    mkdir -p "$ROOT$src" &&
+        tar -C "$REPO" --anchored --exclude=./.git --exclude=./build --exclude=./grpc/build \
+            --exclude='./tmp_check*' --exclude='./cell/tmp_check*' --exclude=./.run \
+            --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$ROOT$src" -xf - &&
+        in_root chown -R pkgtest: "$src"
+    ok $? "a copy of the tree in the root"
+    in_root runuser -u pkgtest -- make -C "$src" >>"$log" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || tail -n 30 "$log"
+    ok $rc "make builds both extensions with the pg_config on PATH"
+    in_root runuser -u pkgtest -- make -C "$src" install DESTDIR=/home/pkgtest/stage >>"$log" 2>&1
+    ok $? "make install (DESTDIR) installs them"
+    for f in "/usr/lib/postgresql/$MAJOR/lib/claims.so" "/usr/lib/postgresql/$MAJOR/lib/claims_cell.so" \
+        "/usr/share/postgresql/$MAJOR/extension/claims.control" \
+        "/usr/share/postgresql/$MAJOR/extension/claims_cell.control"; do
+        [ -f "$ROOT/home/pkgtest/stage$f" ]
+        ok $? "make install puts $f in place"
+    done
+    in_root runuser -u pkgtest -- make -C "$src" clean >>"$log" 2>&1 && [ ! -e "$ROOT$src/claims.so" ]
+    ok $? "make clean works without the gRPC toolchain"
+    in_root runuser -u pkgtest -- make -C "$src" PG_CONFIG="/usr/lib/postgresql/$MAJOR/bin/pg_config" >>"$log" 2>&1 &&
+        [ -f "$ROOT$src/claims.so" ] && [ -f "$ROOT$src/cell/claims_cell.so" ]
+    ok $? "make PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config builds both"
 }
 
 trap 'unmount_all' EXIT
@@ -127,4 +174,5 @@ if [ "$FAILED" -eq 0 ]; then
 else
     tail -n 20 "$ROOT/home/pkgtest/server.log" 2>/dev/null
 fi
+[ "${CLAIMS_PGXS_BUILD_TEST:-1}" = 0 ] || pgxs_build
 finish
