@@ -152,6 +152,11 @@ build_server() {
     reset_prefix || return 1
     (
         cd "$src" || exit 1
+        # a top-level build of its own: run from `make test`, MAKELEVEL=1
+        # would make PostgreSQL's build skip its generated headers
+        # (submake-generated-headers runs at MAKELEVEL 0 only), and -j2
+        # then races src/common against utils/errcodes.h
+        unset MAKELEVEL MAKEFLAGS MFLAGS
         ./configure --prefix="$PREFIX" --libdir="$PREFIX/lib/postgresql" \
             --enable-cassert --enable-debug --enable-tap-tests \
             --with-openssl --without-icu --without-llvm || exit 1
