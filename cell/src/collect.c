@@ -22,6 +22,8 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
@@ -30,13 +32,13 @@
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/uuid.h"
 
 PG_FUNCTION_INFO_V1(claims_cell_collect);
@@ -703,12 +705,26 @@ claims_cell_claim_statement(PG_FUNCTION_ARGS)
 	return PointerGetDatum(NULL);
 }
 
-/* The oid of claims_cell.collect(). */
+/*
+ * The oid of claims_cell.collect(), looked up in the catalog without a
+ * privilege check: the TRUNCATE trigger runs as whoever truncates (a
+ * table's owner without USAGE on the schema claims_cell), and naming the
+ * function through the parser's lookup would demand that USAGE.
+ */
 static Oid
 cell_collect_oid(void)
 {
-	return LookupFuncName(list_make2(makeString("claims_cell"), makeString("collect")),
-						  0, NULL, false);
+	Oid			nsp = get_namespace_oid("claims_cell", false);
+	Oid			oid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+									  CStringGetDatum("collect"),
+									  PointerGetDatum(buildoidvector(NULL, 0)),
+									  ObjectIdGetDatum(nsp));
+
+	if (!OidIsValid(oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("function claims_cell.collect() does not exist")));
+	return oid;
 }
 
 /*
