@@ -96,16 +96,23 @@ cell_breaker_is_shared(void)
 }
 
 /*
- * This database's slot; the caller holds the mutex when shared. A full
- * table reuses the slot of a database with nothing in flight.
+ * Whether a slot holds state its database's calls depend on: calls in
+ * flight, a probe, an open or half-open breaker, failures counting towards
+ * opening it. Such a slot is never given to another database.
+ */
+static bool
+cell_slot_in_use(CellBreakerSlot *s)
+{
+	return s->in_flight > 0 || s->probing || s->open_until != 0 || s->consecutive_failures > 0;
+}
+
+/*
+ * This database's slot, or NULL when it has none (the caller holds the
+ * mutex when shared); without preloading, the backend's own slot.
  */
 static CellBreakerSlot *
-cell_slot(void)
+cell_slot_find(void)
 {
-	CellBreakerSlot *unused = NULL;
-	CellBreakerSlot *idle = NULL;
-	CellBreakerSlot *s;
-
 	if (cell_shared == NULL)
 	{
 		if (!cell_local_noted)
@@ -118,21 +125,41 @@ cell_slot(void)
 	}
 	for (int i = 0; i < CELL_BREAKER_SLOTS; i++)
 	{
+		if (cell_shared->slots[i].dbid == MyDatabaseId)
+			return &cell_shared->slots[i];
+	}
+	return NULL;
+}
+
+/*
+ * This database's slot, taken when it has none (the caller holds the mutex
+ * when shared): an unused one, else one whose database's calls depend on
+ * nothing in it (its statistics start again). Only calls take slots, never
+ * a read of the statistics. A full table counts alone rather than corrupt.
+ */
+static CellBreakerSlot *
+cell_slot(void)
+{
+	CellBreakerSlot *unused = NULL;
+	CellBreakerSlot *idle = NULL;
+	CellBreakerSlot *s = cell_slot_find();
+
+	if (s != NULL)
+		return s;
+	for (int i = 0; i < CELL_BREAKER_SLOTS; i++)
+	{
 		s = &cell_shared->slots[i];
-		if (s->dbid == MyDatabaseId)
-			return s;
 		if (s->dbid == InvalidOid)
 		{
 			if (unused == NULL)
 				unused = s;
 		}
-		else if (idle == NULL && s->in_flight == 0 && !s->probing)
+		else if (idle == NULL && !cell_slot_in_use(s))
 			idle = s;
 	}
-	/* take another database's slot only when none is unused */
 	s = unused ? unused : idle;
 	if (s == NULL)
-		return &cell_local_slot;	/* full: count alone rather than corrupt */
+		return &cell_local_slot;
 	memset(s, 0, sizeof(CellBreakerSlot));
 	s->dbid = MyDatabaseId;
 	return s;
@@ -437,7 +464,14 @@ cell_stats_read(CellStatsSnapshot *snap)
 	TimestampTz now = GetCurrentTimestamp();
 
 	cell_lock();
-	s = cell_slot();
+	s = cell_slot_find();
+	if (s == NULL)
+	{
+		/* no call of this database has taken a slot: nothing to report */
+		static const CellBreakerSlot empty;
+
+		s = (CellBreakerSlot *) &empty;
+	}
 	snap->shared = cell_shared != NULL;
 	memcpy(snap->counters, s->counters, sizeof(snap->counters));
 	if (s->open_until == 0)
