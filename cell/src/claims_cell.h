@@ -187,6 +187,7 @@ extern void cell_call(const char *function, int nparams, const char *const *para
 					  bool interruptible, CellCallResult *result);
 extern void cell_call_finish(const char *function, int nparams, const char *const *params,
 							 bool interruptible, CellCallResult *result);
+extern void cell_call_abort_ended(void);
 extern const char *cell_store_schema(void);
 extern void cell_conn_init(void);
 extern char *cell_server_label(void);

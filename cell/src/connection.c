@@ -95,7 +95,10 @@ typedef struct CellConnEntry
 
 static HTAB *cell_parked = NULL;
 
-/* An error (an interrupt) ended a call since the last interruptible one. */
+/*
+ * An error (an interrupt) ended a call, and the abort it raised has not
+ * finished its callbacks yet.
+ */
 static bool cell_call_interrupted = false;
 
 /* How often the store's session looks for its client gone (PostgreSQL 14+). */
@@ -1049,6 +1052,18 @@ cell_try_admitted(const char *sql, int nparams, const char *const *params,
 	}
 	PG_END_TRY();
 	return st;
+}
+
+/*
+ * The abort that an interrupted call raised has run its callbacks: the
+ * calls after it (a savepoint's rollback, the COMMIT of a transaction that
+ * caught the error) are tried again. A cancel belongs to the call it
+ * interrupted, not to the rest of the session.
+ */
+void
+cell_call_abort_ended(void)
+{
+	cell_call_interrupted = false;
 }
 
 /*

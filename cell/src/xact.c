@@ -982,6 +982,8 @@ cell_leases_subxact(SubXactEvent event)
 			cell_leases = foreach_delete_current(cell_leases, lc);
 		}
 	}
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		cell_call_abort_ended();
 }
 
 /* Whether a lease still stands: not rolled back with a savepoint, not superseded. */
@@ -1562,6 +1564,7 @@ cell_xact_callback(XactEvent event, void *arg)
 			cell_done_flushing = 0;
 			cell_finish_leases(false);
 			cell_reset();
+			cell_call_abort_ended();
 			break;
 		case XACT_EVENT_PREPARE:
 			cell_done_flushing = 0;
