@@ -1,4 +1,4 @@
-/* claims_cell--1.4--1.5.sql: verify() compares in C. */
+/* claims_cell--1.4--1.5.sql: verify() compares in C; reconcile() never waits on a writer. */
 
 \echo Use "ALTER EXTENSION claims_cell UPDATE TO '1.5'" to load this file. \quit
 
@@ -15,3 +15,7 @@
 -- verify_repair(): a batch's fixes that fit one lease go to it as they
 -- are, without being grouped into chunks again.
 #include "udfs/verify_repair/1.5.sql"
+
+-- reconcile(): a fence never waits on a local transaction still writing
+-- the lease's row; that lease is left for a later pass.
+#include "udfs/reconcile/1.5.sql"
