@@ -14,6 +14,7 @@
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -483,6 +484,14 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel)),
 				 errdetail("Only the columns of plain tables can be claimed.")));
+	/* the children's rows are the parent's, but no trigger of it fires for them */
+	if (find_inheritance_children(relid, NoLock) != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot claim a column of table \"%s\" because it has inheritance children",
+						RelationGetRelationName(rel)),
+				 errdetail("Rows of an inheritance child are rows of its parent, but the parent's claims would not be taken for them."),
+				 errhint("Claim the columns of each child on its own after ALTER TABLE ... NO INHERIT.")));
 	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -19,3 +19,11 @@
 -- reconcile(): a fence never waits on a local transaction still writing
 -- the lease's row; that lease is left for a later pass.
 #include "udfs/reconcile/1.5.sql"
+
+-- Claimed tables get no inheritance children (claim_column refuses a table
+-- that has some).
+#include "udfs/refuse_inheritance/1.5.sql"
+
+CREATE EVENT TRIGGER claims_cell_refuse_inheritance ON ddl_command_end
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
+    EXECUTE FUNCTION @extschema@.refuse_inheritance();
