@@ -54,12 +54,18 @@ sub count_since
 	return $n;
 }
 
-# Change a reloadable setting and signal the server.
+# Change a reloadable setting and reload the server.
 sub set_and_reload
 {
 	my ($name, $value) = @_;
+	my $from = -s $node->logfile;
 	$node->safe_psql('postgres', "ALTER SYSTEM SET $name = '$value'");
 	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	# pg_reload_conf() only signals: wait until the postmaster has reloaded
+	# (it signals the worker next), so that a sleep after this counts from
+	# there and not from a reload still pending on a loaded machine
+	$node->wait_for_log(qr/parameter "\Q$name\E" changed to "\Q$value\E"/, $from);
+	return;
 }
 
 sub worker_pid

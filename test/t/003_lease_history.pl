@@ -40,8 +40,14 @@ sub begin_lease
 sub set_and_reload
 {
 	my ($name, $value) = @_;
+	my $from = -s $node->logfile;
 	$node->safe_psql('postgres', "ALTER SYSTEM SET $name = '$value'");
 	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	# pg_reload_conf() only signals: wait until the postmaster has reloaded
+	# (it signals the worker next), so that a sleep after this counts from
+	# there and not from a reload still pending on a loaded machine
+	$node->wait_for_log(qr/parameter "\Q$name\E" changed to "\Q$value\E"/, $from);
+	return;
 }
 
 sub exists_lease

@@ -21,7 +21,8 @@ use Time::HiRes ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(store_node cell_node add_cell sql_state start_session start_inject_proxy);
+our @EXPORT = qw(store_node cell_node add_cell sql_state start_session start_inject_proxy
+  wait_for_retry_sql);
 
 # A started store node with cells registered: store_node(name, [id, name, role], ...).
 # Its databases are UTF8, so non-ASCII values compare byte for byte.
@@ -100,6 +101,45 @@ sub start_session
 		IPC::Run::timeout(180));
 	$s{h}->pump while length $s{in};
 	return \%s;
+}
+
+# SQL for a store session that holds a lock a cell's call waits for: it
+# returns once a second statement of the login role waits for a lock (one
+# that started after the first waiter), e.g. the retry of a call that timed
+# out; follow it with COMMIT to let the retry through. A loop in the
+# server answers within ms, however loaded the machine, where a poll of
+# the cell and a round trip to the session could take longer than the
+# retry's call_timeout. Gives up with an error after timeout_default. It
+# raises NOTICE "waiting for a retry" as it starts: pump the session until
+# its stderr shows that before the call starts.
+sub wait_for_retry_sql
+{
+	my ($role) = @_;
+	my $limit = $PostgreSQL::Test::Utils::timeout_default;
+	return qq{DO \$\$
+DECLARE
+	first timestamptz;
+	give_up timestamptz := clock_timestamp() + interval '$limit s';
+BEGIN
+	RAISE NOTICE 'waiting for a retry';
+	LOOP
+		PERFORM pg_stat_clear_snapshot();
+		SELECT min(query_start) INTO first FROM pg_stat_activity
+		 WHERE usename = '$role' AND wait_event_type = 'Lock';
+		EXIT WHEN first IS NOT NULL;
+		IF clock_timestamp() > give_up THEN RAISE EXCEPTION 'no call of $role waited'; END IF;
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+	LOOP
+		PERFORM pg_stat_clear_snapshot();
+		EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity WHERE usename = '$role'
+		                   AND wait_event_type = 'Lock' AND query_start > first);
+		IF clock_timestamp() > give_up THEN RAISE EXCEPTION 'no retry of $role waited'; END IF;
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
+\$\$;
+};
 }
 
 # Start cell/test/inject_proxy.py in front of the store's socket (it injects

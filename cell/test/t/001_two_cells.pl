@@ -19,9 +19,14 @@ use Time::HiRes ();
 my $store = store_node('store', [ 1, 'cell-one', 'cell_one' ], [ 2, 'cell-two', 'cell_two' ]);
 
 # The cells: one server, two databases, each its own cell.
+# The breaker opens after 3 failures and, with early probes off, stays open
+# for the whole cooldown: 10 min, so that no load on the machine lets it
+# half-open between the statements that check it is open (a cooldown that
+# runs out is tested with a short one at the end).
 my $node = cell_node('cells', qq{max_prepared_transactions = 2
 claims_cell.breaker_threshold = 3
-claims_cell.breaker_cooldown = 1500ms
+claims_cell.breaker_cooldown = '10min'
+claims_cell.breaker_probe_interval = 0
 });
 
 my %cell_db = (1 => 'cell1', 2 => 'cell2');
@@ -47,6 +52,19 @@ sub cell_sql
 {
 	my ($cell, $sql) = @_;
 	return sql_state($node, $cell_db{$cell}, $sql);
+}
+
+# Set a claims_cell setting on the cell server and wait until a new session
+# sees it (pg_reload_conf() only signals, the postmaster reloads later);
+# value is spelled as SHOW prints it.
+sub set_cell_conf
+{
+	my ($name, $value) = @_;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET $name = '$value'");
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$node->poll_query_until('cell1', "SELECT current_setting('$name') = '$value'")
+	  or die "$name = '$value' was not applied";
+	return;
 }
 
 # The SQLSTATE of SQL run in a cell.
@@ -202,14 +220,15 @@ my $lock = IPC::Run::start(
 $lin .= "BEGIN;\nLOCK TABLE claim_leases IN ACCESS EXCLUSIVE MODE;\nSELECT 'locked';\n";
 $lock->pump until $lout =~ /locked/;
 my $t0 = $node->safe_psql('cell1', 'SELECT timeouts FROM claims_cell.stats');
-# each try waits up to 2 s: the lock goes once the first try has timed out
+# Each try waits up to 2 s: the lock goes once the first try has timed
+# out, let go by the store session itself as soon as the second try waits.
+$lin .= wait_for_retry_sql('cell_one') . "COMMIT;\n\\q\n";
+$lock->pump until $lerr =~ /waiting for a retry/;
 my $writer = IPC::Run::start([ @psql, '-d', 'cell1', '-c', "SET claims_cell.call_timeout = '2s'", '-c',
 	"INSERT INTO users VALUES (21, 'gina', 'G')" ], '>', \my $wout, '2>', \my $werr);
-$node->poll_query_until('cell1', 'SELECT timeouts > ' . $t0 . ' FROM claims_cell.stats')
-  or die 'the first try did not time out';
-$lin .= "COMMIT;\n\\q\n";
 $lock->finish;
 $writer->finish;
+unlike($lerr, qr/ERROR/, 'the store session let go of the lock once the second try waited');
 is($werr, '', 'the commit succeeds after a timed-out first try');
 is($node->safe_psql('cell1', 'SELECT timeouts FROM claims_cell.stats'), $t0 + 1, 'one timeout counted');
 is($store->safe_psql('postgres', q{SELECT count(*) FROM claim_leases l WHERE l.creator_id = 1
@@ -233,10 +252,29 @@ is($node->safe_psql('cell1', q{SELECT breaker_state FROM claims_cell.stats}), 'o
 is(state_of(1, q{INSERT INTO notes VALUES (2, 'still writable'); UPDATE users SET name = 'x' WHERE id = 1}),
 	'00000', 'unclaimed writes go on');
 $store->start;
-Time::HiRes::usleep(1_600_000);
-is(state_of(1, q{INSERT INTO users VALUES (30, 'harry', 'H')}), '00000', 'the probe succeeds after the cooldown');
+# early probes on: the breaker opened with the probe due at once, so it
+# half-opens as soon as a backend sees the setting
+set_cell_conf('claims_cell.breaker_probe_interval', '200ms');
+ok($node->poll_query_until('cell1', q{SELECT breaker_state = 'half-open' FROM claims_cell.stats}),
+	'the breaker half-opens once early probes are on');
+is(state_of(1, q{INSERT INTO users VALUES (30, 'harry', 'H')}), '00000', 'the probe succeeds');
 is($node->safe_psql('cell1', q{SELECT breaker_state FROM claims_cell.stats}), 'closed', 'the breaker closes');
 agree('store down and back');
+
+# A cooldown that runs out: with a short one and no early probes the
+# breaker half-opens on its own, and the probe closes it. Waiting for the
+# half-open state, not sleeping, makes this hold however slow the machine.
+set_cell_conf('claims_cell.breaker_probe_interval', '0');
+set_cell_conf('claims_cell.breaker_cooldown', '1500ms');
+$store->stop;
+cell_sql(1, q{INSERT INTO users VALUES (31, 'irene', 'I')}) for 1 .. 3;
+$store->start;
+ok($node->poll_query_until('cell1', q{SELECT breaker_state = 'half-open' FROM claims_cell.stats}),
+	'the breaker opened and half-opens after the 1500 ms cooldown');
+is(state_of(1, q{INSERT INTO users VALUES (31, 'irene', 'I')}), '00000', 'the probe succeeds after the cooldown');
+is($node->safe_psql('cell1', q{SELECT breaker_state FROM claims_cell.stats}), 'closed',
+	'the breaker closes again');
+agree('cooldown run out');
 
 $node->stop;
 $store->stop;

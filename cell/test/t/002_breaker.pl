@@ -95,6 +95,9 @@ is(system(@psql, '-d', 'cell1', '-c', q{INSERT INTO users VALUES (2, 'after')}),
 # With the cap at 1, a second call fails fast instead of queueing.
 $node->append_conf('postgresql.conf', "claims_cell.max_concurrent_calls = 1\n");
 $node->reload;
+# a reload only signals: wait until new sessions have the cap
+$node->poll_query_until('cell1', q{SELECT current_setting('claims_cell.max_concurrent_calls') = '1'})
+  or die 'the cap of 1 was not applied';
 my $rejections = $node->safe_psql('cell1', 'SELECT breaker_rejections FROM claims_cell.stats');
 $hold = hold_at_store('slow');
 my $first = start_writer('first', 10, 'slow');

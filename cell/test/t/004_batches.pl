@@ -84,6 +84,9 @@ agree('refusal in a later lease');
 
 # A cell limit above the store's: the store's 54000, with what to change.
 at_store(q{ALTER SYSTEM SET claims.max_batch_size = 5; SELECT pg_reload_conf()});
+# the reload only signals: wait until new store sessions have the limit
+$store->poll_query_until('postgres', q{SELECT current_setting('claims.max_batch_size') = '5'})
+  or die 'claims.max_batch_size = 5 was not applied';
 ($st, $err) = run(q{SET claims_cell.max_batch_size = 10;
 	INSERT INTO users SELECT 6000 + i, 'big' || i FROM generate_series(1, 8) i});
 is($st, '54000', 'a lease larger than the store allows: 54000');

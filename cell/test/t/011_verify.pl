@@ -237,8 +237,11 @@ is($store->safe_psql('postgres', q{SELECT count(*) FROM claims WHERE bucket_valu
 $node->stop('immediate');
 $node->start;
 $h{h}->kill_kill;
+# reconcile until the lease is settled (it fences first, then rolls back),
+# bounded by the usual test timeout rather than a count of tries
 my $settled = '';
-for (1 .. 20)
+my $give_up = time() + $PostgreSQL::Test::Utils::timeout_default;
+while (time() < $give_up)
 {
 	$settled = $node->safe_psql('cell1', q{
 SET claims_cell.stale_after = 0; SELECT * FROM claims_cell.reconcile(true)});
@@ -343,7 +346,8 @@ $store->safe_psql('postgres', q{SET session_replication_role = replica;
 UPDATE claims SET updated_at = now() - interval '2 hours' WHERE creator_id = 1});
 $node->append_conf('postgresql.conf', "claims_cell.verify_interval = '1s'\n");
 $node->reload;
-sleep(1.1);
+wait_setting('claims_cell.verify_interval', '1s');
+sleep(1.1);    # a second passes: the tables are due (more time only helps)
 my ($slices, $midway, $restarted) = (0, 0, 0);
 while ($slices++ < 200)
 {
@@ -389,7 +393,14 @@ ok($node->log_contains(qr/claims_cell: verified table public\.users: 2 missing, 
 # next verify finds the value missing and repairs it.
 $node->append_conf('postgresql.conf', "claims_cell.verify_interval = 0\n");
 $node->reload;
-sleep(3);    # a verification the worker started before the reload ends
+# A cycle of the worker forked after the reload verifies nothing; one
+# forked before it may still be verifying: wait until it has exited.
+wait_setting('claims_cell.verify_interval', '0');
+my $reloaded = $node->safe_psql('cell1', 'SELECT now()');
+ok( $node->poll_query_until('cell1', qq{
+SELECT count(*) = 0 FROM pg_stat_activity
+ WHERE backend_type = 'claims_cell worker cycle' AND backend_start < '$reloaded'}),
+	'no worker cycle from before the reload is left');
 $node->safe_psql('cell1', q{
 SET session_replication_role = replica; INSERT INTO users VALUES (5002, 'handoff-5002', NULL);});
 is($node->safe_psql('cell1', q{
@@ -408,3 +419,13 @@ ok($store->poll_query_until('postgres', q{SELECT status = 'ACTIVE' FROM claims W
 	'and the second repair holds');
 
 done_testing();
+
+# Wait until a new session of the cell sees a setting as SHOW prints it
+# (a reload only signals the postmaster).
+sub wait_setting
+{
+	my ($name, $value) = @_;
+	$node->poll_query_until('cell1', "SELECT current_setting('$name') = '$value'")
+	  or die "$name did not become $value";
+	return;
+}
