@@ -126,6 +126,10 @@ extern char *cell_claimed_text(Relation rel, HeapTuple tuple, int attnum);
 /* holders.c: rows of a claimed column holding a value */
 extern struct _SPI_plan *cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner);
 extern int64 cell_holders_count(struct _SPI_plan *plan, Oid owner, const char *value);
+extern bool cell_column_is_unique(Oid relid, AttrNumber attnum);
+extern bool cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
+							 AttrNumber source_attnum, const char *value,
+							 char **source_id, int *source_len, int64 *subject);
 
 /*
  * columns.c: the configuration, and what identifies the database it was
@@ -147,6 +151,7 @@ extern void cell_leases_subxact(SubXactEvent event);
 extern bool cell_lease_live(const struct CellLease *lease);
 extern Oid	cell_extension_owner(void);
 extern void cell_claim_statement(void);
+extern void cell_claim_truncate(Oid relid);
 
 /* fdw.c */
 extern Oid	cell_server_oid(const char *server_name, bool missing_ok);

@@ -886,6 +886,6 @@ claims_cell_collect_truncate(PG_FUNCTION_ARGS)
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
-	cell_claim_statement();
+	cell_claim_truncate(RelationGetRelid(rel));
 	return PointerGetDatum(NULL);
 }

@@ -193,6 +193,114 @@ cell_holders_count(SPIPlanPtr plan, Oid owner, const char *value)
 }
 
 /*
+ * The SELECT of the rows of a claimed column holding $1 (text), each with
+ * its source id as the store spells it and its subject, from ONLY the
+ * table, for a caller that appends what it needs (limits, locks).
+ */
+static void
+cell_holders_select(StringInfo sql, Relation rel, AttrNumber attnum,
+					AttrNumber subject_attnum, AttrNumber source_attnum)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	Form_pg_attribute key;
+	const char *qkey;
+
+	if (attnum <= 0 || attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped ||
+		subject_attnum <= 0 || subject_attnum > desc->natts ||
+		source_attnum <= 0 || source_attnum > desc->natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("claimed attribute %d of table \"%s\" does not exist", attnum,
+						RelationGetRelationName(rel))));
+	key = TupleDescAttr(desc, source_attnum - 1);
+	qkey = quote_identifier(NameStr(key->attname));
+	appendStringInfoString(sql, "SELECT ");
+	if (key->atttypid == INT2OID || key->atttypid == INT4OID || key->atttypid == INT8OID)
+		appendStringInfo(sql, "pg_catalog.int8send(t.%s::pg_catalog.int8)", qkey);
+	else if (key->atttypid == UUIDOID)
+		appendStringInfo(sql, "pg_catalog.uuid_send(t.%s)", qkey);
+	else
+		appendStringInfo(sql, "pg_catalog.convert_to(CAST(t.%s AS pg_catalog.text), %s)", qkey,
+						 quote_literal_cstr(GetDatabaseEncodingName()));
+	appendStringInfo(sql, ", CAST(t.%s AS pg_catalog.int8) FROM ONLY %s t",
+					 quote_identifier(NameStr(TupleDescAttr(desc, subject_attnum - 1)->attname)),
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	cell_holders_where(sql, TupleDescAttr(desc, attnum - 1));
+}
+
+/*
+ * Whether a column has a valid unique index on it alone (not partial): no
+ * second row of its table can hold one of its values. False for a table
+ * that is gone.
+ */
+bool
+cell_column_is_unique(Oid relid, AttrNumber attnum)
+{
+	Relation	rel = try_table_open(relid, AccessShareLock);
+	bool		unique;
+
+	if (rel == NULL)
+		return false;
+	unique = cell_column_index(rel, attnum) == CELL_INDEX_UNIQUE;
+	table_close(rel, AccessShareLock);
+	return unique;
+}
+
+/*
+ * The first row of a claimed column that holds a value and has a subject
+ * (a row the trigger would claim it for), under the active snapshot, run
+ * as the table's owner inside the caller's SPI_connect, and locked FOR
+ * SHARE (NOWAIT: 55P03 when a writer holds it) until the transaction ends,
+ * so that it cannot go before a lease made for it is committed. Its source
+ * id as the store spells it and its subject; false when no row holds the
+ * value or the table is gone.
+ */
+bool
+cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
+				 AttrNumber source_attnum, const char *value,
+				 char **source_id, int *source_len, int64 *subject)
+{
+	Relation	rel = try_table_open(relid, AccessShareLock);
+	Oid			owner;
+	StringInfoData sql;
+	Oid			argtype = TEXTOID;
+	Datum		arg;
+	Oid			save_user;
+	int			save_sec;
+	int			save_nestlevel;
+	int			ret;
+	bool		isnull;
+	bytea	   *src;
+
+	if (rel == NULL)
+		return false;
+	owner = rel->rd_rel->relowner;
+	initStringInfo(&sql);
+	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum);
+	appendStringInfo(&sql, " AND CAST(t.%s AS pg_catalog.int8) OPERATOR(pg_catalog.<>) 0"
+					 " LIMIT 1 FOR SHARE OF t NOWAIT",
+					 quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel),
+															 subject_attnum - 1)->attname)));
+	table_close(rel, NoLock);
+
+	arg = CStringGetTextDatum(value);
+	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
+	ret = SPI_execute_with_args(sql.data, 1, &argtype, &arg, NULL, false, 1);
+	cell_holders_leave(save_user, save_sec, save_nestlevel);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql.data, SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return false;
+	src = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*source_len = VARSIZE_ANY_EXHDR(src);
+	*source_id = palloc(*source_len);
+	memcpy(*source_id, VARDATA_ANY(src), *source_len);
+	*subject = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return true;
+}
+
+/*
  * claims_cell.rows_holding(table regclass, attnum smallint, value text,
  * subject_attnum smallint, source_attnum smallint) RETURNS TABLE (source_id
  * bytea, subject bigint): the rows of a claimed column holding a value,
@@ -211,11 +319,8 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 	AttrNumber	subject_attnum = PG_GETARG_INT16(3);
 	AttrNumber	source_attnum = PG_GETARG_INT16(4);
 	Relation	rel;
-	TupleDesc	desc;
-	Form_pg_attribute key;
 	Oid			owner;
 	StringInfoData sql;
-	const char *qkey;
 	Oid			argtype = TEXTOID;
 	Datum		arg;
 	Oid			save_user;
@@ -225,31 +330,9 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	rel = table_open(relid, AccessShareLock);
-	desc = RelationGetDescr(rel);
 	owner = rel->rd_rel->relowner;
-	if (attnum <= 0 || attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped ||
-		subject_attnum <= 0 || subject_attnum > desc->natts ||
-		source_attnum <= 0 || source_attnum > desc->natts)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("claimed attribute %d of table \"%s\" does not exist", attnum,
-						RelationGetRelationName(rel))));
-	key = TupleDescAttr(desc, source_attnum - 1);
-	qkey = quote_identifier(NameStr(key->attname));
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ");
-	if (key->atttypid == INT2OID || key->atttypid == INT4OID || key->atttypid == INT8OID)
-		appendStringInfo(&sql, "pg_catalog.int8send(t.%s::pg_catalog.int8)", qkey);
-	else if (key->atttypid == UUIDOID)
-		appendStringInfo(&sql, "pg_catalog.uuid_send(t.%s)", qkey);
-	else
-		appendStringInfo(&sql, "pg_catalog.convert_to(CAST(t.%s AS pg_catalog.text), %s)", qkey,
-						 quote_literal_cstr(GetDatabaseEncodingName()));
-	appendStringInfo(&sql, ", CAST(t.%s AS pg_catalog.int8) FROM ONLY %s t",
-					 quote_identifier(NameStr(TupleDescAttr(desc, subject_attnum - 1)->attname)),
-					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												RelationGetRelationName(rel)));
-	cell_holders_where(&sql, TupleDescAttr(desc, attnum - 1));
+	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum);
 	appendStringInfoString(&sql, " FOR SHARE OF t NOWAIT");
 	table_close(rel, NoLock);
 

@@ -431,6 +431,125 @@ cell_check_local_holders(List *nets)
 	}
 }
 
+/* The table a TRUNCATE is emptying while its releases are claimed, if any. */
+static Oid	cell_truncating = InvalidOid;
+
+/* A claimed column of the cell, as claimed_attributes declares it. */
+typedef struct CellClaimedColumn
+{
+	Oid			relid;
+	AttrNumber	attnum;
+	AttrNumber	subject_attnum;
+	AttrNumber	source_attnum;
+	char	   *bucket_type;
+	char	   *subject_type;
+	char	   *source_type;
+} CellClaimedColumn;
+
+/* Every claimed column of the cell, paused ones too (inside SPI_connect). */
+static List *
+cell_claimed_columns(void)
+{
+	List	   *columns = NIL;
+	int			ret;
+
+	ret = SPI_execute("SELECT c.table_name::pg_catalog.oid, c.attnum, c.subject_attnum, c.source_attnum,"
+					  " c.bucket_type, c.subject_type, c.source_type"
+					  " FROM claims_cell.claimed_attributes c", true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: reading the claimed columns failed: %s", SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+		CellClaimedColumn *k = palloc0(sizeof(CellClaimedColumn));
+		bool		isnull;
+
+		k->relid = DatumGetObjectId(SPI_getbinval(t, d, 1, &isnull));
+		k->attnum = DatumGetInt16(SPI_getbinval(t, d, 2, &isnull));
+		k->subject_attnum = DatumGetInt16(SPI_getbinval(t, d, 3, &isnull));
+		k->source_attnum = DatumGetInt16(SPI_getbinval(t, d, 4, &isnull));
+		k->bucket_type = SPI_getvalue(t, d, 5);
+		k->subject_type = SPI_getvalue(t, d, 6);
+		k->source_type = SPI_getvalue(t, d, 7);
+		columns = lappend(columns, k);
+	}
+	return columns;
+}
+
+/*
+ * A value is released only when no row of this cell holds it in any
+ * claimed column of its bucket type, paused columns included, whoever owns
+ * the table: two tables sharing a bucket type, rows a table held when its
+ * column was declared, a delegated role's table holding a value of another
+ * role's. A destroy in nets whose value such a row still holds becomes a
+ * replace carrying that row's subject and source, so the store's record
+ * names the row that holds it; the row is locked FOR SHARE until the
+ * transaction ends, so it cannot go before the lease is committed. A
+ * column with a unique index on it alone is not searched for the row that
+ * released the value: no other row of it can hold that value. Inside the
+ * claiming context (SPI, the extension's owner).
+ */
+static void
+cell_keep_held_values(List *nets)
+{
+	List	   *columns = NIL;
+	bool		read = false;
+	ListCell   *lc;
+
+	/* the latest row versions, as the two-holder check reads them */
+	PushActiveSnapshot(GetLatestSnapshot());
+	foreach(lc, nets)
+	{
+		CellNet    *n = lfirst(lc);
+		CellChange *c = n->last;
+		ListCell   *lc2;
+
+		if (c->create)
+			continue;
+		if (!read)
+		{
+			columns = cell_claimed_columns();
+			read = true;
+		}
+		foreach(lc2, columns)
+		{
+			CellClaimedColumn *k = lfirst(lc2);
+			CellChange *h;
+			char	   *source_id;
+			int			source_len;
+			int64		subject;
+
+			if (strcmp(k->bucket_type, c->bucket_type) != 0 ||
+				k->relid == cell_truncating ||
+				(k->relid == c->relid && k->attnum == c->attnum &&
+				 cell_column_is_unique(k->relid, k->attnum)))
+				continue;
+			if (!cell_holder_find(k->relid, k->attnum, k->subject_attnum, k->source_attnum,
+								  c->value, &source_id, &source_len, &subject))
+				continue;
+			h = palloc(sizeof(CellChange));
+			memcpy(h, c, sizeof(CellChange));
+			h->create = true;
+			h->relid = k->relid;
+			h->attnum = k->attnum;
+			h->column = get_attname(k->relid, k->attnum, false);
+			h->subject_type = pstrdup(k->subject_type);
+			h->subject_id = subject;
+			h->source_type = pstrdup(k->source_type);
+			h->source_id = source_id;
+			h->source_len = source_len;
+			n->last = h;
+			n->existed = true;
+			ereport(DEBUG1,
+					(errmsg("claims_cell: value \"%s\" stays claimed for a row of table \"%s\"",
+							c->value, get_rel_name(k->relid))));
+			break;
+		}
+	}
+	PopActiveSnapshot();
+}
+
 /* Append a JSON string. */
 static void
 cell_json_str(StringInfo buf, const char *s)
@@ -1167,6 +1286,7 @@ cell_claim_statement(void)
 		cell_claim_configuration(&cx);
 		cell_check_local_holders(held_nets);
 		cell_check_local_holders(nets);
+		cell_keep_held_values(nets);
 		if (nets != NIL)
 		{
 			cell_claim_connect(&cx);
@@ -1181,6 +1301,26 @@ cell_claim_statement(void)
 		if (c->state == CELL_CHANGE_FLUSHING)
 			c->state = CELL_CHANGE_SETTLED;
 	}
+}
+
+/*
+ * The same for the releases a BEFORE TRUNCATE trigger collected: the rows
+ * of the table it empties hold no value any more, though they are still
+ * there to read.
+ */
+void
+cell_claim_truncate(Oid relid)
+{
+	cell_truncating = relid;
+	PG_TRY();
+	{
+		cell_claim_statement();
+	}
+	PG_FINALLY();
+	{
+		cell_truncating = InvalidOid;
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -1387,6 +1527,9 @@ cell_pre_commit(void)
 	cell_check_local_holders(nets);
 	foreach(lc, dirty_nets)
 		cell_check_local_holders(lfirst(lc));
+	cell_keep_held_values(nets);
+	foreach(lc, dirty_nets)
+		cell_keep_held_values(lfirst(lc));
 	cell_claim_connect(&cx);
 	forboth(lc, dirty, lcn, dirty_nets)
 		cell_supersede_lease(&cx, lfirst(lc), lfirst(lcn));
