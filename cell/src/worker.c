@@ -30,7 +30,10 @@
  * lease at the store, so the local row goes within a second instead of
  * waiting for the backend's next transaction or a reconcile pass; with
  * claims_cell.finish_leases_in = 'worker', the COMMIT and ABORT callbacks
- * push (uuid, 'c' or 'r') instead of calling the store at all. A full
+ * push (uuid, 'c', 'r', or 'R' for a lease whose begin was given up)
+ * instead of calling the store at all; a finish the callbacks could not
+ * make is pushed the same way. A finish the store could not be reached for
+ * waits in the queue for its next try (cell_cycle_drain). A full
  * queue, a backend of another database or a server without the worker
  * falls back to what the backend does alone. Entries lost in a crash are
  * what reconcile() is for: a committed lease keeps its local row.
@@ -75,6 +78,8 @@
 #define CELL_CYCLE_MAX_LIFE_MS	2000
 #define CELL_VERIFY_SLICE_MS	10000
 #define CELL_UNCONFIGURED_RETRY_MS	5000
+#define CELL_RETRY_FIRST_MS		100
+#define CELL_RETRY_MAX_MS		1000
 #define CELL_FULL_SCAN_EVERY_S	3600
 #define CELL_LISTEN_RETRY_MAX_S	60
 #define CELL_OPTIONS_LEN		4096
@@ -94,7 +99,10 @@ static const struct config_enum_entry cell_finish_options[] = {
 typedef struct CellQueueEntry
 {
 	char		uuid[UUID_LEN * 2 + 5];
-	char		action;
+	char		action;			/* 'd', 'c', 'r', or 'R': a rollback in doubt */
+	int			tries;			/* failed tries so far */
+	TimestampTz due;			/* not tried before then; 0: at once */
+	TimestampTz until;			/* retried until then; 0: not failed yet */
 } CellQueueEntry;
 
 /* What the launcher, the cycles and the backends share. */
@@ -216,6 +224,7 @@ cell_worker_push(const char *uuid, char action)
 	{
 		CellQueueEntry *e = &cell_worker->queue[(cell_worker->head + cell_worker->count) % CELL_QUEUE_LEN];
 
+		memset(e, 0, sizeof(*e));
 		strlcpy(e->uuid, uuid, sizeof(e->uuid));
 		e->action = action;
 		cell_worker->count++;
@@ -228,21 +237,52 @@ cell_worker_push(const char *uuid, char action)
 	return pushed;
 }
 
-/* Take up to max entries off the queue; returns how many. */
+/*
+ * Take up to max entries that are due off the queue; returns how many.
+ * Entries waiting for a retry keep their order.
+ */
 static int
 cell_worker_pop(CellQueueEntry *out, int max)
 {
 	int			n = 0;
+	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&cell_worker->mutex);
-	while (n < max && cell_worker->count > 0)
+	for (int left = cell_worker->count; left > 0; left--)
 	{
-		out[n++] = cell_worker->queue[cell_worker->head];
+		CellQueueEntry e = cell_worker->queue[cell_worker->head];
+
 		cell_worker->head = (cell_worker->head + 1) % CELL_QUEUE_LEN;
-		cell_worker->count--;
+		if (n < max && e.due <= now)
+		{
+			out[n++] = e;
+			cell_worker->count--;
+		}
+		else					/* to the tail, behind the others */
+			cell_worker->queue[(cell_worker->head + cell_worker->count - 1) % CELL_QUEUE_LEN] = e;
 	}
 	SpinLockRelease(&cell_worker->mutex);
 	return n;
+}
+
+/*
+ * Put an entry back for a retry at its due time (the cycle that failed
+ * it); false when the queue is full.
+ */
+static bool
+cell_worker_requeue(const CellQueueEntry *e)
+{
+	bool		queued = false;
+
+	SpinLockAcquire(&cell_worker->mutex);
+	if (cell_worker->count < CELL_QUEUE_LEN)
+	{
+		cell_worker->queue[(cell_worker->head + cell_worker->count) % CELL_QUEUE_LEN] = *e;
+		cell_worker->count++;
+		queued = true;
+	}
+	SpinLockRelease(&cell_worker->mutex);
+	return queued;
 }
 
 /* Whether the last cycle found the extension missing or unconfigured. */
@@ -257,16 +297,41 @@ cell_worker_unconfigured(void)
 	return waiting;
 }
 
-/* Whether the queue holds work. */
+/*
+ * Whether the queue holds work due now; *next (when not NULL) is set to
+ * the earliest due time of the entries waiting for a retry, 0 if none.
+ */
+static bool
+cell_worker_queue_due(TimestampTz *next)
+{
+	bool		due = false;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz first = 0;
+
+	SpinLockAcquire(&cell_worker->mutex);
+	for (int i = 0; i < cell_worker->count; i++)
+	{
+		CellQueueEntry *e = &cell_worker->queue[(cell_worker->head + i) % CELL_QUEUE_LEN];
+
+		if (e->due <= now)
+		{
+			due = true;
+			break;
+		}
+		if (first == 0 || e->due < first)
+			first = e->due;
+	}
+	SpinLockRelease(&cell_worker->mutex);
+	if (next)
+		*next = due ? now : first;
+	return due;
+}
+
+/* Whether the queue holds work due now. */
 static bool
 cell_worker_queue_busy(void)
 {
-	bool		busy;
-
-	SpinLockAcquire(&cell_worker->mutex);
-	busy = cell_worker->count > 0;
-	SpinLockRelease(&cell_worker->mutex);
-	return busy;
+	return cell_worker_queue_due(NULL);
 }
 
 /*
@@ -495,8 +560,15 @@ claims_cell_worker_main(Datum main_arg)
 		delay = TimestampDifferenceMilliseconds(now, next_pass);
 		if (sock == PGINVALID_SOCKET && listen_retry > now)
 			delay = Min(delay, TimestampDifferenceMilliseconds(now, listen_retry));
-		if (cell_worker_queue_busy())
-			delay = Min(delay, TimestampDifferenceMilliseconds(now, next_cycle));
+		{
+			TimestampTz next_due;
+
+			/* work due now, or a retry due later */
+			if (cell_worker_queue_due(&next_due))
+				delay = Min(delay, TimestampDifferenceMilliseconds(now, next_cycle));
+			else if (next_due != 0)
+				delay = Min(delay, TimestampDifferenceMilliseconds(now, Max(next_due, next_cycle)));
+		}
 		/* a reload signalled while a cycle ran: its latch wakeup was consumed */
 		if (ConfigReloadPending)
 			delay = 0;
@@ -629,8 +701,15 @@ cell_cycle_end(void)
 
 /*
  * Cycle: finish a batch of queued leases at the store and delete the
- * local rows of those settled. A lease the store refuses or cannot be
- * reached for stays for reconcile(): a committed one keeps its row.
+ * local rows of those settled. A refusal is final (a committed lease keeps
+ * its row for reconcile()). A lease the store could not be reached for is
+ * tried again, after 100 ms doubling up to a second, until the store
+ * answers or stale_after has passed (then reconcile() settles it), and
+ * once one call of the batch failed so, the rest wait for the next try
+ * without a call. A rollback in doubt ('R': its begin was given up, and
+ * may still be applied when a frozen store wakes) is tried again the same
+ * way even when the store says the lease is unknown, for that begin may
+ * arrive later: the lease is rolled back as soon as it exists.
  */
 static void
 cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
@@ -638,6 +717,7 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 	StringInfoData done;
 	char		idbuf[32];
 	int			ndone = 0;
+	bool		store_down = false;
 
 	snprintf(idbuf, sizeof(idbuf), "%lld", (long long) cell_id);
 	initStringInfo(&done);
@@ -646,11 +726,12 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 	{
 		CellQueueEntry *e = &batch[i];
 		bool		settled = (e->action == 'd');
+		bool		commit = (e->action == 'c');
+		bool		retry = false;
 
-		if (!settled)
+		if (!settled && !store_down)
 		{
 			const char *params[2] = {idbuf, e->uuid};
-			bool		commit = (e->action == 'c');
 			CellCallResult r;
 
 			cell_call_finish(commit ? "SELECT %s.claims_commit($1::bigint, $2::uuid)"
@@ -659,16 +740,43 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 			if (r.status == CELL_CALL_OK)
 				cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
 			settled = r.status == CELL_CALL_OK ||
-				(!commit && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, "P0002") == 0);
-			if (!settled)
-				ereport(WARNING,
+				(e->action == 'r' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, "P0002") == 0);
+			store_down = r.status != CELL_CALL_OK && r.status != CELL_CALL_REMOTE_ERROR;
+			retry = store_down ||
+				(e->action == 'R' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, "P0002") == 0);
+			if (!settled && e->tries == 0)
+				ereport(retry ? LOG : WARNING,
 						(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
 								commit ? "commit" : "roll back", e->uuid,
 								r.message ? r.message : "unknown failure"),
-						 errdetail("claims_cell.reconcile() settles it later.")));
-			if (!commit)
-				continue;		/* an aborted transaction left no row */
+						 retry
+						 ? errdetail("The background worker tries again until the store answers.")
+						 : errdetail("claims_cell.reconcile() settles it later.")));
 		}
+		else if (!settled)
+			retry = true;		/* the store did not answer this batch */
+		if (retry)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (e->until == 0)
+				e->until = TimestampTzPlusMilliseconds(now, (int64) cell_stale_after_s * 1000);
+			if (now < e->until)
+			{
+				e->due = TimestampTzPlusMilliseconds(now, Min((int64) CELL_RETRY_FIRST_MS << Min(e->tries, 10),
+															  CELL_RETRY_MAX_MS));
+				e->tries++;
+				if (cell_worker_requeue(e))
+					continue;
+			}
+			if (e->action != 'R' || store_down)
+				ereport(WARNING,
+						(errmsg("claims_cell: gave up trying to %s lease %s at the claims store",
+								commit ? "commit" : "roll back", e->uuid),
+						 errdetail("claims_cell.reconcile() settles it later.")));
+		}
+		if (e->action != 'c' && e->action != 'd')
+			continue;			/* an aborted transaction left no row */
 		if (settled)
 			appendStringInfo(&done, "%s%s", ndone++ > 0 ? "," : "", e->uuid);
 	}

@@ -1559,7 +1559,7 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 
 	/* the worker finishes it, when there is one for this database */
 	if (hand_off && cell_finish_leases_in == CELL_FINISH_IN_WORKER &&
-		cell_worker_push(cell_lease, commit ? 'c' : 'r'))
+		cell_worker_push(cell_lease, commit ? 'c' : lease->in_doubt ? 'R' : 'r'))
 		return;
 
 	snprintf(cell_id, sizeof(cell_id), "%lld", (long long) cell_lease_cell_id);
@@ -1606,7 +1606,7 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 		 */
 		bool		handed = (r.status != CELL_CALL_REMOTE_ERROR || r.connecting ||
 							  (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
-			cell_worker_push(cell_lease, commit ? 'c' : 'r');
+			cell_worker_push(cell_lease, commit ? 'c' : lease->in_doubt ? 'R' : 'r');
 
 		ereport(WARNING,
 				(errmsg("claims_cell: could not %s lease %s at the claims store: %s",

@@ -22,7 +22,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
 our @EXPORT = qw(store_node cell_node add_cell sql_state start_session start_inject_proxy
-  wait_for_retry_sql);
+  wait_for_retry_sql freeze_node thaw_node);
 
 # A started store node with cells registered: store_node(name, [id, name, role], ...).
 # Its databases are UTF8, so non-ASCII values compare byte for byte.
@@ -164,6 +164,29 @@ sub start_inject_proxy
 	$node->safe_psql($db,
 		"ALTER SERVER topology OPTIONS (SET host '127.0.0.1', SET port '$port', ADD sslmode 'disable')");
 	return $pid;
+}
+
+# Stop a node's postmaster, then its children (it forks no more), as a
+# paused VM; returns the stopped pids. They are let go after limit_s seconds
+# whatever happens to the test (default 60).
+sub freeze_node
+{
+	my ($node, $limit_s) = @_;
+	my $pm = $node->{_pid};
+	kill 'STOP', $pm or die "cannot stop the postmaster $pm";
+	my @kids = grep { /^\d+$/ } split /\s+/, `pgrep -P $pm`;
+	kill 'STOP', @kids;
+	my @frozen = ($pm, @kids);
+	system("(sleep " . ($limit_s // 60) . "; kill -CONT @frozen) >/dev/null 2>&1 &");
+	return @frozen;
+}
+
+# Let the processes freeze_node stopped run again.
+sub thaw_node
+{
+	my (@frozen) = @_;
+	kill 'CONT', @frozen if @frozen;
+	return;
 }
 
 1;
