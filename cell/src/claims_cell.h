@@ -115,6 +115,7 @@ extern List *cell_pending_changes(void);
 extern List *cell_take_new_changes(void);
 extern void cell_defer_changes(Oid relid, AttrNumber attnum, bool deferred);
 extern void cell_record_destroy(Relation rel, Trigger *trigger, HeapTuple tuple);
+extern Oid	cell_collect_oid(bool missing_ok);
 extern bool cell_has_pending(void);
 extern void cell_forget_changes(void);
 extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,

@@ -709,18 +709,19 @@ claims_cell_claim_statement(PG_FUNCTION_ARGS)
  * The oid of claims_cell.collect(), looked up in the catalog without a
  * privilege check: the TRUNCATE trigger runs as whoever truncates (a
  * table's owner without USAGE on the schema claims_cell), and naming the
- * function through the parser's lookup would demand that USAGE.
+ * function through the parser's lookup would demand that USAGE. With
+ * missing_ok, InvalidOid when the extension is gone.
  */
-static Oid
-cell_collect_oid(void)
+Oid
+cell_collect_oid(bool missing_ok)
 {
-	Oid			nsp = get_namespace_oid("claims_cell", false);
-	Oid			oid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-									  CStringGetDatum("collect"),
-									  PointerGetDatum(buildoidvector(NULL, 0)),
-									  ObjectIdGetDatum(nsp));
+	Oid			nsp = get_namespace_oid("claims_cell", missing_ok);
+	Oid			oid = OidIsValid(nsp)
+		? GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("collect"),
+						  PointerGetDatum(buildoidvector(NULL, 0)), ObjectIdGetDatum(nsp))
+		: InvalidOid;
 
-	if (!OidIsValid(oid))
+	if (!OidIsValid(oid) && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("function claims_cell.collect() does not exist")));
@@ -736,7 +737,7 @@ static AttrNumber
 cell_check_deferrable(Oid relid, const char *column)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	Oid			collect = cell_collect_oid();
+	Oid			collect = cell_collect_oid(false);
 	AttrNumber	attnum = column ? get_attnum(relid, column) : 0;
 	bool		claimed = false;
 	bool		deferrable = false;
@@ -851,7 +852,7 @@ claims_cell_collect_truncate(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BEFORE(td->tg_event))
 		elog(ERROR, "claims_cell.collect_truncate() must be a BEFORE TRUNCATE trigger");
 	rel = td->tg_relation;
-	collect = cell_collect_oid();
+	collect = cell_collect_oid(false);
 	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];

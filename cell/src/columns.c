@@ -15,6 +15,10 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "access/genam.h"
+#include "access/relation.h"
+#include "commands/event_trigger.h"
+#include "utils/fmgroids.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -30,6 +34,7 @@ PG_FUNCTION_INFO_V1(claims_cell_configure);
 PG_FUNCTION_INFO_V1(claims_cell_claim_column);
 PG_FUNCTION_INFO_V1(claims_cell_set_claiming);
 PG_FUNCTION_INFO_V1(claims_cell_unclaim_column);
+PG_FUNCTION_INFO_V1(claims_cell_refuse_inheritance);
 
 #define CELL_TRIGGER_PREFIX "claims_cell_"
 
@@ -715,5 +720,98 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	SetUserIdAndSecContext(save_user, save_sec);
+	PG_RETURN_VOID();
+}
+
+/* Whether a table has claimed columns: a claims_cell.collect() trigger. */
+static bool
+cell_table_is_claimed(Oid relid, Oid collect)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	bool		claimed = false;
+
+	if (rel == NULL)
+		return false;
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+		claimed |= rel->trigdesc->triggers[i].tgfoid == collect;
+	relation_close(rel, AccessShareLock);
+	return claimed;
+}
+
+/*
+ * claims_cell.refuse_inheritance(): ddl_command_end event trigger (enabled
+ * always, so session_replication_role does not skip it). A table the
+ * command created or altered (CREATE TABLE ... INHERITS, ALTER TABLE ...
+ * INHERIT, the same for foreign tables and inside CREATE SCHEMA) may not
+ * inherit from a table with claimed columns: the child's rows are rows of
+ * the parent, but no claim trigger fires for them. Only the command's own
+ * tables are looked at, so a child left from before 1.5 blocks no other
+ * DDL; whether a parent is claimed is read from its triggers in the
+ * catalog, current whatever the transaction's snapshot.
+ */
+Datum
+claims_cell_refuse_inheritance(PG_FUNCTION_ARGS)
+{
+	Oid			collect;
+	List	   *tables = NIL;
+	ListCell   *lc;
+	MemoryContext caller;
+	int			ret;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		elog(ERROR, "claims_cell.refuse_inheritance() must be called as an event trigger");
+	collect = cell_collect_oid(true);
+	if (!OidIsValid(collect))
+		PG_RETURN_VOID();
+	caller = CurrentMemoryContext;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
+	ret = SPI_execute("SELECT DISTINCT objid FROM pg_catalog.pg_event_trigger_ddl_commands()"
+					  " WHERE classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass",
+					  true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: reading the command's objects failed: %s", SPI_result_code_string(ret));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+		{
+			/* past SPI_finish, which frees what was allocated inside */
+			MemoryContext old = MemoryContextSwitchTo(caller);
+
+			tables = lappend_oid(tables, DatumGetObjectId(d));
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+
+	foreach(lc, tables)
+	{
+		Oid			child = lfirst_oid(lc);
+		Relation	inh = table_open(InheritsRelationId, AccessShareLock);
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(child));
+		scan = systable_beginscan(inh, InheritsRelidSeqnoIndexId, true, NULL, 1, &key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			Oid			parent = ((Form_pg_inherits) GETSTRUCT(tup))->inhparent;
+
+			if (get_rel_relkind(parent) == RELKIND_RELATION && cell_table_is_claimed(parent, collect))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("table \"%s\" cannot inherit from table \"%s\", which has claimed columns",
+								get_rel_name(child), get_rel_name(parent)),
+						 errdetail("Rows of an inheritance child are rows of its parent, but the parent's claims are not taken for them."),
+						 errhint("Give the new table columns of its own and claim them, or unclaim the parent's columns first.")));
+		}
+		systable_endscan(scan);
+		table_close(inh, AccessShareLock);
+	}
 	PG_RETURN_VOID();
 }

@@ -25,5 +25,21 @@
 #include "udfs/refuse_inheritance/1.5.sql"
 
 CREATE EVENT TRIGGER claims_cell_refuse_inheritance ON ddl_command_end
-    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE')
     EXECUTE FUNCTION @extschema@.refuse_inheritance();
+-- session_replication_role = replica does not switch it off
+ALTER EVENT TRIGGER claims_cell_refuse_inheritance ENABLE ALWAYS;
+
+-- Children a claimed table got before 1.5: their rows are not claimed.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT DISTINCT i.inhrelid::pg_catalog.regclass AS child, i.inhparent::pg_catalog.regclass AS parent
+               FROM pg_catalog.pg_inherits i
+               JOIN @extschema@.claimed_attributes c ON c.table_name OPERATOR(pg_catalog.=) i.inhparent
+    LOOP
+        RAISE WARNING 'table % inherits from table %, which has claimed columns: the child''s rows are not claimed', r.child, r.parent
+            USING HINT = 'ALTER TABLE ... NO INHERIT, then claim the child''s columns on their own and run claims_cell.verify() with repair.';
+    END LOOP;
+END
+$$;

@@ -41,6 +41,41 @@ is($node->safe_psql('cell1', q{SELECT count(*) FROM pg_inherits WHERE inhparent 
 ($st) = sql_state($node, 'cell1', q{INSERT INTO users VALUES (2, 'taken')});
 is($st, '23505', 'a value cell 2 owns cannot reach users by any table');
 
+# Every way of making a child meets the refusal.
+for my $case (
+	[ 'CREATE SCHEMA with a child inside', q{CREATE SCHEMA s1 CREATE TABLE admins () INHERITS (public.users)} ],
+	[ 'a foreign table', q{CREATE FOREIGN TABLE ft () INHERITS (users) SERVER topology} ],
+	[ 'a foreign table made a child', q{CREATE FOREIGN TABLE ft2 (id bigint NOT NULL, username text) SERVER topology;
+ALTER FOREIGN TABLE ft2 INHERIT users} ],
+	[ 'the replica role', q{SET session_replication_role = replica; CREATE TABLE ghosts () INHERITS (users)} ])
+{
+	my ($name, $sql) = @$case;
+	($st, $out, $err) = sql_state($node, 'cell1', $sql);
+	is($st, '0A000', "$name is refused") or diag($err);
+}
+is($node->safe_psql('cell1', q{SELECT count(*) FROM pg_inherits WHERE inhparent = 'users'::regclass}), '0',
+	'users still has no child');
+
+# The claim is read as it is now, not as a REPEATABLE READ snapshot saw it.
+$node->safe_psql('cell1', q{CREATE TABLE late (id bigint PRIMARY KEY, username text)});
+my $rr = $node->background_psql('cell1', on_error_stop => 0);
+$rr->query_safe(q{BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1});
+$node->safe_psql('cell1',
+	q{SELECT claims_cell.claim_column('late', 'username', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_ROUTES')});
+my (undef, $failed) = $rr->query(q{CREATE TABLE late_child () INHERITS (late)});
+ok($failed, 'a snapshot older than the declaration does not let a child through');
+like($rr->{stderr}, qr/table "late_child" cannot inherit from table "late"/, 'it is refused as any other');
+$rr->query('ROLLBACK');
+$rr->quit;
+
+# A child made before the event trigger existed (as from 1.4) blocks no other DDL.
+$node->safe_psql('cell1', q{
+ALTER EVENT TRIGGER claims_cell_refuse_inheritance DISABLE;
+CREATE TABLE legacy_child () INHERITS (late);
+ALTER EVENT TRIGGER claims_cell_refuse_inheritance ENABLE ALWAYS;});
+($st, $out, $err) = sql_state($node, 'cell1', q{CREATE TABLE unrelated (x int); ALTER TABLE late ADD COLUMN note text});
+is($st, '00000', 'unrelated DDL goes on beside a child from before') or diag($err);
+
 # A delegated role meets the same refusal (the event trigger runs as the extension's owner).
 $node->safe_psql('cell1', q{
 CREATE ROLE app LOGIN;
