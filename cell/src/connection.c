@@ -1069,10 +1069,10 @@ cell_call_abort_ended(void)
 /*
  * The body of cell_call and cell_call_finish. A call that may not wait (the
  * commit and abort callbacks) gives up at once while a cancel or terminate
- * request is pending, or after an interrupt ended a call since the last
- * call that could be interrupted: the aborting transaction's rollbacks are
- * then left to the worker or to recovery rather than holding the backend
- * for their deadlines.
+ * request is pending, or while the abort an interrupted call raised runs
+ * its callbacks (cell_call_abort_ended): the aborting (sub)transaction's
+ * rollbacks are then left to the worker or to recovery rather than holding
+ * the backend for their deadlines.
  */
 static void
 cell_call_internal(const char *sql, int nparams, const char *const *params,

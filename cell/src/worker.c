@@ -824,6 +824,22 @@ cell_cycle_reconcile(bool full_scan)
 	int64		counts[4];
 	bool		isnull;
 
+	/*
+	 * reconcile() waits for its lock; a manual reconcile() left in an open
+	 * transaction would hold the worker there. Take the lock without
+	 * waiting first (reconcile() then takes it again at once) and skip
+	 * the pass when someone else holds it.
+	 */
+	ret = SPI_execute("SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('claims_cell.reconcile'))",
+					  false, 1);
+	if (ret != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "claims_cell: taking reconcile()'s lock failed: %s", SPI_result_code_string(ret));
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	{
+		ereport(LOG,
+				(errmsg("claims_cell: reconcile pass skipped: another session's claims_cell.reconcile() holds its lock")));
+		return;
+	}
 	ret = SPI_execute_with_args("SELECT * FROM claims_cell.reconcile($1)", 1, &argtype, &arg,
 								NULL, false, 1);
 	if (ret != SPI_OK_SELECT || SPI_processed != 1)

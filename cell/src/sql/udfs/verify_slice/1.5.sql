@@ -282,12 +282,14 @@ BEGIN
 
         -- re-read the rows of the differences, after the second listing
         -- (with repair locked until this transaction ends): a row changed
-        -- since the batch was read is left for the next run
+        -- since the batch was read is left for the next run, and so is a
+        -- row a writer holds (SKIP LOCKED: a session idle in transaction
+        -- never stops a verification, nor the worker running it)
         IF fixes @? '$[*] ? (@.kind != "extra")' THEN
             EXECUTE 'WITH b AS (' ||
                 pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[])%s',
                                   cols, tab, keycol.attname, keycol.typname,
-                                  CASE WHEN repair THEN ' FOR SHARE OF t' ELSE '' END) || ') ' || entry_arrays_sql
+                                  CASE WHEN repair THEN ' FOR SHARE OF t SKIP LOCKED' ELSE '' END) || ') ' || entry_arrays_sql
                INTO fresh_n, fresh_max, fresh_recent, e_sid, e_pk, e_bucket, e_value, e_subject_type,
                     e_subject_id, e_source_type, e_col
               USING (SELECT pg_catalog.array_agg(f->>'pk') FROM pg_catalog.jsonb_array_elements(fixes) f
