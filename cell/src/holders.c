@@ -230,6 +230,27 @@ cell_holders_select(StringInfo sql, Relation rel, AttrNumber attnum,
 }
 
 /*
+ * Run one of those SELECTs for a value (inside SPI_connect) as the table's
+ * owner, at most tcount rows (0: all), into SPI_tuptable.
+ */
+static void
+cell_holders_run(Oid owner, const char *sql, const char *value, long tcount)
+{
+	Oid			argtype = TEXTOID;
+	Datum		arg = CStringGetTextDatum(value);
+	Oid			save_user;
+	int			save_sec;
+	int			save_nestlevel;
+	int			ret;
+
+	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
+	ret = SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, false, tcount);
+	cell_holders_leave(save_user, save_sec, save_nestlevel);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql, SPI_result_code_string(ret));
+}
+
+/*
  * Whether a column has a valid unique index on it alone (not partial): no
  * second row of its table can hold one of its values. False for a table
  * that is gone.
@@ -264,12 +285,6 @@ cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
 	Relation	rel = try_table_open(relid, AccessShareLock);
 	Oid			owner;
 	StringInfoData sql;
-	Oid			argtype = TEXTOID;
-	Datum		arg;
-	Oid			save_user;
-	int			save_sec;
-	int			save_nestlevel;
-	int			ret;
 	bool		isnull;
 	bytea	   *src;
 
@@ -284,12 +299,7 @@ cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
 															 subject_attnum - 1)->attname)));
 	table_close(rel, NoLock);
 
-	arg = CStringGetTextDatum(value);
-	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
-	ret = SPI_execute_with_args(sql.data, 1, &argtype, &arg, NULL, false, 1);
-	cell_holders_leave(save_user, save_sec, save_nestlevel);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql.data, SPI_result_code_string(ret));
+	cell_holders_run(owner, sql.data, value, 1);
 	if (SPI_processed == 0)
 		return false;
 	src = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -321,12 +331,6 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 	Relation	rel;
 	Oid			owner;
 	StringInfoData sql;
-	Oid			argtype = TEXTOID;
-	Datum		arg;
-	Oid			save_user;
-	int			save_sec;
-	int			save_nestlevel;
-	int			ret;
 
 	InitMaterializedSRF(fcinfo, 0);
 	rel = table_open(relid, AccessShareLock);
@@ -338,12 +342,7 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
-	arg = CStringGetTextDatum(value);
-	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
-	ret = SPI_execute_with_args(sql.data, 1, &argtype, &arg, NULL, false, 0);
-	cell_holders_leave(save_user, save_sec, save_nestlevel);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql.data, SPI_result_code_string(ret));
+	cell_holders_run(owner, sql.data, value, 0);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[2];
