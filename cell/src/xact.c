@@ -444,6 +444,7 @@ typedef struct CellClaimedColumn
 	char	   *bucket_type;
 	char	   *subject_type;
 	char	   *source_type;
+	int			unique;			/* a unique index on it alone: 1, 0, -1 not asked yet */
 } CellClaimedColumn;
 
 /* Every claimed column of the cell, paused ones too (inside SPI_connect). */
@@ -472,6 +473,7 @@ cell_claimed_columns(void)
 		k->bucket_type = SPI_getvalue(t, d, 5);
 		k->subject_type = SPI_getvalue(t, d, 6);
 		k->source_type = SPI_getvalue(t, d, 7);
+		k->unique = -1;
 		columns = lappend(columns, k);
 	}
 	return columns;
@@ -520,11 +522,16 @@ cell_keep_held_values(List *nets)
 			int			source_len;
 			int64		subject;
 
-			if (strcmp(k->bucket_type, c->bucket_type) != 0 ||
-				k->relid == cell_truncating ||
-				(k->relid == c->relid && k->attnum == c->attnum &&
-				 cell_column_is_unique(k->relid, k->attnum)))
+			if (strcmp(k->bucket_type, c->bucket_type) != 0 || k->relid == cell_truncating)
 				continue;
+			if (k->relid == c->relid && k->attnum == c->attnum)
+			{
+				/* asked once per call, not once per released value */
+				if (k->unique < 0)
+					k->unique = cell_column_is_unique(k->relid, k->attnum) ? 1 : 0;
+				if (k->unique)
+					continue;
+			}
 			if (!cell_holder_find(k->relid, k->attnum, k->subject_attnum, k->source_attnum,
 								  c->value, &source_id, &source_len, &subject))
 				continue;
