@@ -129,8 +129,9 @@ extern struct _SPI_plan *cell_holders_count_plan(Oid relid, AttrNumber attnum, O
 extern int64 cell_holders_count(struct _SPI_plan *plan, Oid owner, const char *value);
 extern bool cell_column_is_unique(Oid relid, AttrNumber attnum);
 extern bool cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
-							 AttrNumber source_attnum, const char *value,
-							 char **source_id, int *source_len, int64 *subject);
+							 AttrNumber source_attnum, const char *value, Oid value_type,
+							 Snapshot snapshot, char **source_id, int *source_len,
+							 int64 *subject);
 
 /*
  * columns.c: the configuration, and what identifies the database it was

@@ -74,15 +74,19 @@ cell_column_index(Relation rel, AttrNumber attnum)
 	return best;
 }
 
-/* " WHERE" condition of the rows whose column holds $1 (text). */
+/*
+ * " WHERE" condition of the rows whose column holds $1 (text): with typed,
+ * the column type's equality first (an index on the column serves it),
+ * which needs $1 to be a value of that type; without, the text alone.
+ */
 static void
-cell_holders_where(StringInfo sql, Form_pg_attribute att)
+cell_holders_where(StringInfo sql, Form_pg_attribute att, bool typed)
 {
 	TypeCacheEntry *tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR);
 	const char *qcol = quote_identifier(NameStr(att->attname));
 
 	appendStringInfoString(sql, " WHERE ");
-	if (OidIsValid(tc->eq_opr))
+	if (typed && OidIsValid(tc->eq_opr))
 	{
 		HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
 		Form_pg_operator op;
@@ -154,7 +158,7 @@ cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner)
 	appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM ONLY %s t",
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)));
-	cell_holders_where(&sql, att);
+	cell_holders_where(&sql, att, true);
 	cell_holders_enter(*owner, &save_user, &save_sec, &save_nestlevel);
 	plan = SPI_prepare(sql.data, 1, &argtype);
 	cell_holders_leave(save_user, save_sec, save_nestlevel);
@@ -195,11 +199,12 @@ cell_holders_count(SPIPlanPtr plan, Oid owner, const char *value)
 /*
  * The SELECT of the rows of a claimed column holding $1 (text), each with
  * its source id as the store spells it and its subject, from ONLY the
- * table, for a caller that appends what it needs (limits, locks).
+ * table, for a caller that appends what it needs (limits, locks); typed
+ * as for cell_holders_where.
  */
 static void
 cell_holders_select(StringInfo sql, Relation rel, AttrNumber attnum,
-					AttrNumber subject_attnum, AttrNumber source_attnum)
+					AttrNumber subject_attnum, AttrNumber source_attnum, bool typed)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Form_pg_attribute key;
@@ -226,15 +231,17 @@ cell_holders_select(StringInfo sql, Relation rel, AttrNumber attnum,
 					 quote_identifier(NameStr(TupleDescAttr(desc, subject_attnum - 1)->attname)),
 					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 												RelationGetRelationName(rel)));
-	cell_holders_where(sql, TupleDescAttr(desc, attnum - 1));
+	cell_holders_where(sql, TupleDescAttr(desc, attnum - 1), typed);
 }
 
 /*
  * Run one of those SELECTs for a value (inside SPI_connect) as the table's
- * owner, at most tcount rows (0: all), into SPI_tuptable.
+ * owner, at most tcount rows (0: all), into SPI_tuptable: under snapshot
+ * when one is given (SPI would otherwise take the transaction's own for a
+ * statement that locks rows), else as SPI runs any statement.
  */
 static void
-cell_holders_run(Oid owner, const char *sql, const char *value, long tcount)
+cell_holders_run(Oid owner, const char *sql, const char *value, long tcount, Snapshot snapshot)
 {
 	Oid			argtype = TEXTOID;
 	Datum		arg = CStringGetTextDatum(value);
@@ -244,7 +251,18 @@ cell_holders_run(Oid owner, const char *sql, const char *value, long tcount)
 	int			ret;
 
 	cell_holders_enter(owner, &save_user, &save_sec, &save_nestlevel);
-	ret = SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, false, tcount);
+	if (snapshot != NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, 1, &argtype);
+
+		if (plan == NULL)
+			elog(ERROR, "claims_cell: preparing \"%s\" failed: %s", sql,
+				 SPI_result_code_string(SPI_result));
+		ret = SPI_execute_snapshot(plan, &arg, NULL, snapshot, InvalidSnapshot, false, false, tcount);
+		SPI_freeplan(plan);
+	}
+	else
+		ret = SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, false, tcount);
 	cell_holders_leave(save_user, save_sec, save_nestlevel);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "claims_cell: \"%s\" failed: %s", sql, SPI_result_code_string(ret));
@@ -270,17 +288,19 @@ cell_column_is_unique(Oid relid, AttrNumber attnum)
 
 /*
  * The first row of a claimed column that holds a value and has a subject
- * (a row the trigger would claim it for), under the active snapshot, run
- * as the table's owner inside the caller's SPI_connect, and locked FOR
+ * (a row the trigger would claim it for), under snapshot, run as the
+ * table's owner inside the caller's SPI_connect, and locked FOR
  * SHARE (NOWAIT: 55P03 when a writer holds it) until the transaction ends,
  * so that it cannot go before a lease made for it is committed. Its source
  * id as the store spells it and its subject; false when no row holds the
- * value or the table is gone.
+ * value or the table is gone. The value came from a column of type
+ * value_type: the column's own equality is used only when it has that
+ * type, since the value may be no value of another (text against integer).
  */
 bool
 cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
-				 AttrNumber source_attnum, const char *value,
-				 char **source_id, int *source_len, int64 *subject)
+				 AttrNumber source_attnum, const char *value, Oid value_type,
+				 Snapshot snapshot, char **source_id, int *source_len, int64 *subject)
 {
 	Relation	rel = try_table_open(relid, AccessShareLock);
 	Oid			owner;
@@ -292,14 +312,16 @@ cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
 		return false;
 	owner = rel->rd_rel->relowner;
 	initStringInfo(&sql);
-	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum);
+	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum,
+						attnum <= RelationGetDescr(rel)->natts &&
+						TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid == value_type);
 	appendStringInfo(&sql, " AND CAST(t.%s AS pg_catalog.int8) OPERATOR(pg_catalog.<>) 0"
 					 " LIMIT 1 FOR SHARE OF t NOWAIT",
 					 quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel),
 															 subject_attnum - 1)->attname)));
 	table_close(rel, NoLock);
 
-	cell_holders_run(owner, sql.data, value, 1);
+	cell_holders_run(owner, sql.data, value, 1, snapshot);
 	if (SPI_processed == 0)
 		return false;
 	src = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -336,13 +358,13 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 	rel = table_open(relid, AccessShareLock);
 	owner = rel->rd_rel->relowner;
 	initStringInfo(&sql);
-	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum);
+	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum, true);
 	appendStringInfoString(&sql, " FOR SHARE OF t NOWAIT");
 	table_close(rel, NoLock);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "claims_cell: SPI_connect failed");
-	cell_holders_run(owner, sql.data, value, 0);
+	cell_holders_run(owner, sql.data, value, 0, NULL);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[2];

@@ -499,7 +499,10 @@ cell_keep_held_values(List *nets)
 	bool		read = false;
 	ListCell   *lc;
 
-	/* the latest row versions, as the two-holder check reads them */
+	/*
+	 * the latest row versions, as the two-holder check reads them (and
+	 * locks them, so REPEATABLE READ meets no concurrent update)
+	 */
 	PushActiveSnapshot(GetLatestSnapshot());
 	foreach(lc, nets)
 	{
@@ -507,7 +510,8 @@ cell_keep_held_values(List *nets)
 		CellChange *c = n->last;
 		ListCell   *lc2;
 
-		if (c->create)
+		/* a value that did not exist before the transaction sends nothing */
+		if (c->create || !n->existed)
 			continue;
 		if (!read)
 		{
@@ -533,7 +537,8 @@ cell_keep_held_values(List *nets)
 					continue;
 			}
 			if (!cell_holder_find(k->relid, k->attnum, k->subject_attnum, k->source_attnum,
-								  c->value, &source_id, &source_len, &subject))
+								  c->value, get_atttype(c->relid, c->attnum), GetActiveSnapshot(),
+								  &source_id, &source_len, &subject))
 				continue;
 			h = palloc(sizeof(CellChange));
 			memcpy(h, c, sizeof(CellChange));

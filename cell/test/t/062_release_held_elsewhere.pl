@@ -94,6 +94,49 @@ is($st, '00000', 'TRUNCATE of the role\'s table') or diag($err);
 is(store_of('dave'), '1:ACTIVE:RAILS_TABLE_USERS', 'dave stays claimed for users\' row');
 is(store_of('erin'), 'none', 'erin, held by two rows of the truncated table only, is released');
 
+# A column of another type sharing the bucket type: its rows are matched
+# by text, so a value that is no integer still goes (the typed equality
+# used to fail the DELETE with 22P02).
+$node->safe_psql('cell1', q{
+CREATE TABLE numbers (id bigint PRIMARY KEY, n integer);
+SELECT claims_cell.claim_column('numbers', 'n', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_KEYS');
+INSERT INTO users VALUES (5, 'fred'), (6, '77');
+SET session_replication_role = replica;
+INSERT INTO numbers VALUES (40, 77);});
+($st, $out, $err) = sql_state($node, 'cell1', q{DELETE FROM users WHERE id = 5});
+is($st, '00000', 'a value that is no integer is released beside an integer column') or diag($err);
+is(store_of('fred'), 'none', 'fred is released');
+($st, $out, $err) = sql_state($node, 'cell1', q{DELETE FROM users WHERE id = 6});
+is($st, '00000', 'users\' row of 77 goes') or diag($err);
+is(store_of('77'), '1:ACTIVE:RAILS_TABLE_KEYS', '77 stays claimed for the integer column\'s row');
+
+# REPEATABLE READ: the holder is read and locked at its latest version, so
+# a holder updated (in another column) since the snapshot is no conflict.
+$node->safe_psql('cell1', q{
+CREATE TABLE profiles (id bigint PRIMARY KEY, handle text, bio text);
+INSERT INTO users VALUES (7, 'gina');
+SET session_replication_role = replica;
+INSERT INTO profiles VALUES (50, 'gina', 'old');
+RESET session_replication_role;
+SELECT claims_cell.claim_column('profiles', 'handle', 'USERNAMES', 'USER', 'id', 'RAILS_TABLE_ORGANIZATIONS');});
+my $rr = $node->background_psql('cell1', on_error_stop => 0);
+$rr->query_safe(q{BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1});
+$node->safe_psql('cell1', q{UPDATE profiles SET bio = 'new' WHERE id = 50});
+my (undef, $failed) = $rr->query(q{DELETE FROM users WHERE id = 7});
+ok(!$failed, 'under REPEATABLE READ a holder updated since the snapshot does not fail the release')
+  or diag($rr->{stderr});
+$rr->query_safe('COMMIT');
+$rr->quit;
+is(store_of('gina'), '1:ACTIVE:RAILS_TABLE_ORGANIZATIONS', 'gina stays claimed for the profile');
+
+# A value inserted and deleted in one transaction sends nothing, held elsewhere or not.
+my $begins = $node->safe_psql('cell1', 'SELECT begin_updates FROM claims_cell.stats');
+($st, $out, $err) = sql_state($node, 'cell1', q{
+BEGIN; SELECT claims_cell.set_constraints('DEFERRED');
+INSERT INTO drafts VALUES (31, 'gina'); DELETE FROM drafts WHERE id = 31; COMMIT;});
+is($st, '00000', 'a deferred row of gina inserted and deleted again') or diag($err);
+is($node->safe_psql('cell1', 'SELECT begin_updates FROM claims_cell.stats'), $begins, 'takes no lease, though profiles holds gina');
+
 # With no holder left a value is released as before.
 ($st, $out, $err) = sql_state($node, 'cell1', q{DELETE FROM users WHERE id = 1});
 is($st, '00000', 'users\' row of alice goes') or diag($err);
