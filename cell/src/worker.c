@@ -744,7 +744,8 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 			store_down = r.status != CELL_CALL_OK && r.status != CELL_CALL_REMOTE_ERROR;
 			retry = store_down ||
 				(e->action == 'R' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, "P0002") == 0);
-			if (!settled && e->tries == 0)
+			/* a retry is said once; a final refusal always */
+			if (!settled && (e->tries == 0 || !retry))
 				ereport(retry ? LOG : WARNING,
 						(errmsg("claims_cell: could not %s lease %s at the claims store: %s",
 								commit ? "commit" : "roll back", e->uuid,
