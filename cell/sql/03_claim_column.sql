@@ -1,7 +1,7 @@
 -- claim_column: local refusals first, then the store (unreachable here).
 \set VERBOSITY terse
 CREATE TABLE no_pk (id bigint, username text);
-CREATE TABLE two_pk (a int, b int, username text, PRIMARY KEY (a, b));
+CREATE TABLE two_pk (a int, b float8, username text, PRIMARY KEY (a, b));
 CREATE TABLE float_pk (id float8 PRIMARY KEY, uid int, username text);
 CREATE VIEW users_v AS SELECT * FROM users;
 SELECT claims_cell.claim_column('missing', 'username', 'USERNAMES', 'USER', 'id');

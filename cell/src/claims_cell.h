@@ -21,6 +21,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/array.h"
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -110,6 +111,40 @@ typedef struct CellKey
 	bool		mark;			/* scratch flag of one pass */
 } CellKey;
 
+/* The columns of a source id: a table's primary key, in key order. */
+typedef struct CellSourceKey
+{
+	int			n;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+} CellSourceKey;
+
+/* What a collect() row trigger of a table claims (partitions.c). */
+typedef struct CellTriggerColumns
+{
+	Oid			tgoid;			/* hash key */
+	Oid			declared;		/* the table claim_column declared */
+	AttrNumber	declared_attnum;	/* the column, in the declared table */
+	AttrNumber	attnum;			/* the column, in the trigger's table */
+	AttrNumber	subject_attnum; /* in the trigger's table */
+	CellSourceKey source;		/* in the trigger's table */
+} CellTriggerColumns;
+
+/* sourcekey.c */
+extern bool cell_is_integer_type(Oid typid);
+extern void cell_source_key_parse(const char *arg, CellSourceKey *key);
+extern char *cell_source_key_arg(const CellSourceKey *key);
+extern void cell_source_key_from_array(ArrayType *arr, CellSourceKey *key);
+extern void cell_source_key_of_table(Relation rel, CellSourceKey *key);
+extern char *cell_source_id(Relation rel, HeapTuple tuple, const CellSourceKey *key, int *len);
+extern void cell_source_id_sql(StringInfo sql, TupleDesc desc, const CellSourceKey *key,
+							   const char *alias, const char *table);
+
+/* partitions.c */
+extern const CellTriggerColumns *cell_trigger_columns(Relation rel, Trigger *trigger);
+extern void cell_sync_table_triggers(Oid relid, Oid collect);
+extern void cell_sync_tree_triggers(Oid relid, Oid collect);
+extern List *cell_partitions_named(Node *parsetree);
+
 /* collect.c */
 extern List *cell_pending_changes(void);
 extern List *cell_take_new_changes(void);
@@ -129,9 +164,9 @@ extern struct _SPI_plan *cell_holders_count_plan(Oid relid, AttrNumber attnum, O
 extern int64 cell_holders_count(struct _SPI_plan *plan, Oid owner, const char *value);
 extern bool cell_column_is_unique(Oid relid, AttrNumber attnum);
 extern bool cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
-							 AttrNumber source_attnum, const char *value, Oid value_type,
-							 Snapshot snapshot, char **source_id, int *source_len,
-							 int64 *subject);
+							 const CellSourceKey *source, const char *value, Oid value_type,
+							 Oid excluded, Snapshot snapshot, char **source_id,
+							 int *source_len, int64 *subject);
 
 /*
  * columns.c: the configuration, and what identifies the database it was

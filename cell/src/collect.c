@@ -6,12 +6,16 @@
  *
  * Trigger arguments (written by claim_column): the claimed column's
  * attribute number, bucket type, subject type, subject column's attribute
- * number, source type, source column's attribute number, whether the
- * bucket type is integer-valued. Attribute numbers survive RENAME COLUMN
- * and RENAME TABLE; messages use the current names. INSERT creates the new value, DELETE
- * destroys the old one, an UPDATE that changes the value does both, an
- * UPDATE of only the subject or the source destroys and creates the same
- * value (a replace at the store). NULL and blank values are skipped.
+ * number, source type, the source key's attribute numbers ("1", or "1,3":
+ * the primary key's columns in key order), whether the bucket type is
+ * integer-valued, and (from 1.4) the mode. The numbers are the declared
+ * table's; a partition's cloned trigger maps them (partitions.c), and its
+ * changes are recorded for the declared table. Attribute numbers survive
+ * RENAME COLUMN and RENAME TABLE; messages use the current names. INSERT
+ * creates the new value, DELETE destroys the old one, an UPDATE that
+ * changes the value does both, an UPDATE of only the subject or the
+ * source destroys and creates the same value (a replace at the store).
+ * NULL and blank values are skipped.
  * Changes of a subtransaction that rolls back are forgotten.
  *
  *-------------------------------------------------------------------------
@@ -337,19 +341,17 @@ cell_is_canonical_int64(const char *s)
 	return errno == 0 && *end == '\0';
 }
 
-/* Attribute number given by a trigger argument: a live column of the table. */
+/* A claimed attribute number of the trigger's table: a live column, or 42703. */
 static int
-cell_attnum(Relation rel, const char *arg)
+cell_attnum(Relation rel, AttrNumber attnum)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	char	   *end;
-	long		attnum = strtol(arg, &end, 10);
 
-	if (*end != '\0' || attnum <= 0 || attnum > desc->natts ||
+	if (attnum <= 0 || attnum > desc->natts ||
 		TupleDescAttr(desc, attnum - 1)->attisdropped)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("claimed attribute %s of table \"%s\" does not exist", arg,
+				 errmsg("claimed attribute %d of table \"%s\" does not exist", attnum,
 						RelationGetRelationName(rel)),
 				 errhint("Claim the column again with claims_cell.claim_column.")));
 	return (int) attnum;
@@ -390,60 +392,6 @@ cell_subject_id(Relation rel, HeapTuple tuple, int attnum, int64 *id)
 							RelationGetRelationName(rel))));
 	}
 	return true;
-}
-
-/*
- * The source id of a row: integer keys as 8 bytes big-endian, uuid as its
- * 16 bytes, text as its bytes.
- */
-static char *
-cell_source_id(Relation rel, HeapTuple tuple, int attnum, int *len)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, attnum, &isnull);
-	Oid			typid = TupleDescAttr(desc, attnum - 1)->atttypid;
-	int64		n;
-	char	   *out;
-
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NOT_NULL_VIOLATION),
-				 errmsg("source column of table \"%s\" is NULL", RelationGetRelationName(rel))));
-	switch (typid)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			n = typid == INT2OID ? DatumGetInt16(d) :
-				typid == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
-			out = palloc(8);
-			for (int i = 0; i < 8; i++)
-				out[i] = (char) ((uint64) n >> (56 - 8 * i));
-			*len = 8;
-			return out;
-		case UUIDOID:
-			out = palloc(UUID_LEN);
-			memcpy(out, DatumGetUUIDP(d)->data, UUID_LEN);
-			*len = UUID_LEN;
-			return out;
-		case TEXTOID:
-		case VARCHAROID:
-			{
-				text	   *t = DatumGetTextPP(d);
-
-				*len = VARSIZE_ANY_EXHDR(t);
-				out = palloc(*len + 1);
-				memcpy(out, VARDATA_ANY(t), *len);
-				return out;
-			}
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("source column of table \"%s\" has a type that cannot be a source id",
-							RelationGetRelationName(rel))));
-	}
-	return NULL;				/* keep compiler quiet */
 }
 
 /* Check a value about to be created: fail now what the store would refuse. */
@@ -517,7 +465,8 @@ static void
 cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 {
 	char	  **args = trigger->tgargs;
-	int			attnum = cell_attnum(rel, args[0]);
+	const CellTriggerColumns *m = cell_trigger_columns(rel, trigger);
+	int			attnum = cell_attnum(rel, m->attnum);
 	char	   *value = cell_claimed_text(rel, tuple, attnum);
 	bool		integer_valued = args[6][0] == 't';
 	CellChange *c;
@@ -530,7 +479,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 		return;
 	if (create)
 	{
-		int			subject_attnum = cell_attnum(rel, args[3]);
+		int			subject_attnum = cell_attnum(rel, m->subject_attnum);
 
 		cell_check_value(rel, attnum, value, integer_valued, args[1]);
 		if (!cell_subject_id(rel, tuple, subject_attnum, &subject_id) ||
@@ -542,7 +491,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 					 errdetail("Subject column \"%s\" is NULL or 0.",
 							   cell_attname(rel, subject_attnum)),
 					 errtablecol(rel, attnum)));
-		source_id = cell_source_id(rel, tuple, cell_attnum(rel, args[5]), &source_len);
+		source_id = cell_source_id(rel, tuple, &m->source, &source_len);
 		if (source_len < 1 || source_len > CELL_MAX_SOURCE_ID)
 			ereport(ERROR,
 					(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
@@ -555,7 +504,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 			 (integer_valued && !cell_is_canonical_int64(value)))
 		return;					/* never claimable, so never claimed */
 	else						/* the row it leaves, for folding */
-		source_id = cell_source_id(rel, tuple, cell_attnum(rel, args[5]), &source_len);
+		source_id = cell_source_id(rel, tuple, &m->source, &source_len);
 
 	if (cell_pending_cxt == NULL)
 		cell_pending_cxt = AllocSetContextCreate(TopMemoryContext, "claims_cell changes",
@@ -563,11 +512,12 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	old = MemoryContextSwitchTo(cell_pending_cxt);
 	c = palloc0(sizeof(CellChange));
 	c->create = create;
-	c->state = cell_column_deferred(trigger, RelationGetRelid(rel), attnum, &c->deferrable)
+	c->state = cell_column_deferred(trigger, m->declared, m->declared_attnum, &c->deferrable)
 		? CELL_CHANGE_DEFERRED : CELL_CHANGE_NEW;
 	c->level = GetCurrentTransactionNestLevel();
-	c->relid = RelationGetRelid(rel);
-	c->attnum = attnum;
+	/* a partition's change is the declared table's */
+	c->relid = m->declared;
+	c->attnum = m->declared_attnum;
 	c->column = cell_intern(cell_attname(rel, attnum));
 	c->bucket_type = cell_intern(args[1]);
 	c->value = pstrdup(value);
@@ -632,18 +582,20 @@ claims_cell_collect(PG_FUNCTION_ARGS)
 		cell_record(rel, td->tg_trigger, td->tg_trigtuple, false);
 	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
-		char	  **args = td->tg_trigger->tgargs;
+		const CellTriggerColumns *m = cell_trigger_columns(rel, td->tg_trigger);
 		HeapTuple	oldt = td->tg_trigtuple;
 		HeapTuple	newt = td->tg_newtuple;
-		int			attnum = cell_attnum(rel, args[0]);
+		int			attnum = cell_attnum(rel, m->attnum);
+		bool		key_differs = false;
 		char	   *oldv = cell_claimed_text(rel, oldt, attnum);
 		char	   *newv = cell_claimed_text(rel, newt, attnum);
 		bool		same = (oldv == NULL && newv == NULL) ||
 			(oldv != NULL && newv != NULL && strcmp(oldv, newv) == 0);
 
-		if (!same ||
-			cell_column_differs(rel, oldt, newt, cell_attnum(rel, args[3])) ||
-			cell_column_differs(rel, oldt, newt, cell_attnum(rel, args[5])))
+		for (int i = 0; i < m->source.n; i++)
+			key_differs |= cell_column_differs(rel, oldt, newt, cell_attnum(rel, m->source.attnums[i]));
+		if (!same || key_differs ||
+			cell_column_differs(rel, oldt, newt, cell_attnum(rel, m->subject_attnum)))
 		{
 			/* a new value, or the same value with new metadata (a replace) */
 			cell_record(rel, td->tg_trigger, oldt, false);
@@ -852,6 +804,9 @@ claims_cell_collect_truncate(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BEFORE(td->tg_event))
 		elog(ERROR, "claims_cell.collect_truncate() must be a BEFORE TRUNCATE trigger");
 	rel = td->tg_relation;
+	/* a partitioned table holds no rows: each partition's trigger collects its own */
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		return PointerGetDatum(NULL);
 	collect = cell_collect_oid(false);
 	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
 	{

@@ -34,7 +34,7 @@ PG_FUNCTION_INFO_V1(claims_cell_configure);
 PG_FUNCTION_INFO_V1(claims_cell_claim_column);
 PG_FUNCTION_INFO_V1(claims_cell_set_claiming);
 PG_FUNCTION_INFO_V1(claims_cell_unclaim_column);
-PG_FUNCTION_INFO_V1(claims_cell_refuse_inheritance);
+PG_FUNCTION_INFO_V1(claims_cell_follow_table_ddl);
 
 #define CELL_TRIGGER_PREFIX "claims_cell_"
 
@@ -208,13 +208,6 @@ cell_column(Relation rel, const char *column)
 	return attnum;
 }
 
-/* Whether a type is an integer type. */
-static bool
-cell_is_integer_type(Oid typid)
-{
-	return typid == INT2OID || typid == INT4OID || typid == INT8OID;
-}
-
 /* Whether a type can hold a claimed value: integers and strings. */
 static bool
 cell_is_value_type(Oid typid)
@@ -228,57 +221,29 @@ cell_is_value_type(Oid typid)
 	return category == TYPCATEGORY_STRING;
 }
 
-/* The one column of the table's primary key, which becomes the source id. */
-static AttrNumber
-cell_source_column(Relation rel)
-{
-	Oid			pk = RelationGetPrimaryKeyIndex(rel);
-	HeapTuple	tup;
-	Form_pg_index idx;
-	AttrNumber	attnum;
-	Oid			typid;
-
-	if (!OidIsValid(pk))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
-				 errdetail("The primary key of a row is its source id at the claims store.")));
-	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pk));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for index %u", pk);
-	idx = (Form_pg_index) GETSTRUCT(tup);
-	if (idx->indnkeyatts != 1 || idx->indkey.values[0] == 0)
-	{
-		ReleaseSysCache(tup);
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("primary key of table \"%s\" has more than one column",
-						RelationGetRelationName(rel)),
-				 errdetail("The source id at the claims store is one column: an integer, a uuid or a text.")));
-	}
-	attnum = idx->indkey.values[0];
-	ReleaseSysCache(tup);
-	typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
-	if (!cell_is_integer_type(typid) && typid != UUIDOID && typid != TEXTOID && typid != VARCHAROID)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("primary key of table \"%s\" has type %s, which cannot be a source id",
-						RelationGetRelationName(rel), format_type_be(typid)),
-				 errdetail("The source id at the claims store is an integer, a uuid or a text.")));
-	return attnum;
-}
-
-/* Whether a table has a trigger of that name. */
+/*
+ * Whether a table, or for a partitioned table any member of its tree (its
+ * row triggers are cloned there by name), has a trigger of that name.
+ */
 static bool
 cell_trigger_exists(Oid relid, const char *name)
 {
-	Oid			types[2] = {OIDOID, TEXTOID};
-	Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(name)};
+	List	   *members = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE
+		? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	ListCell   *lc;
 
-	cell_spi("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1"
-			 " AND tgname OPERATOR(pg_catalog.=) $2",
-			 2, types, values, SPI_OK_SELECT);
-	return SPI_processed > 0;
+	foreach(lc, members)
+	{
+		Oid			types[2] = {OIDOID, TEXTOID};
+		Datum		values[2] = {ObjectIdGetDatum(lfirst_oid(lc)), CStringGetTextDatum(name)};
+
+		cell_spi("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid OPERATOR(pg_catalog.=) $1"
+				 " AND tgname OPERATOR(pg_catalog.=) $2",
+				 2, types, values, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -433,6 +398,32 @@ cell_resolve_types(const char *bucket, const char *subject, const char *source,
 }
 
 /*
+ * Raise 42710 when a column of a partition is claimed already through a
+ * partitioned table above it (its row trigger is cloned here).
+ */
+static void
+cell_check_not_claimed_above(Relation rel, const char *column)
+{
+	Oid			collect = cell_collect_oid(false);
+
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &rel->trigdesc->triggers[i];
+		const CellTriggerColumns *m;
+
+		if (t->tgfoid != collect || t->tgnargs < 7)
+			continue;
+		m = cell_trigger_columns(rel, t);
+		if (m->declared != RelationGetRelid(rel) &&
+			strcmp(get_attname(RelationGetRelid(rel), m->attnum, false), column) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("column \"%s\" of table \"%s\" is already claimed through partitioned table \"%s\"",
+							column, RelationGetRelationName(rel), get_rel_name(m->declared))));
+	}
+}
+
+/*
  * claims_cell.claim_column(table, column, bucket_type, subject_type,
  * subject_column, source_type): check the declaration here and against the
  * store's registries, record it and install the triggers.
@@ -449,17 +440,17 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	Relation	rel;
 	AttrNumber	attnum;
 	AttrNumber	subject_attnum;
-	AttrNumber	source_attnum;
+	CellSourceKey source_key;
+	bool		with_key_array;
 	char	   *qualified;
 	char	   *bucket_name;
 	char	   *subject_name;
 	char	   *source_name;
 	bool		integer_valued;
-	bool		first_column;
 	char	   *trigger;
-	Oid			types[10] = {REGCLASSOID, INT2OID, TEXTOID, TEXTOID, INT2OID, TEXTOID, INT2OID, NAMEOID,
-	BOOLOID, BOOLOID};
-	Datum		values[10];
+	Oid			types[11] = {REGCLASSOID, INT2OID, TEXTOID, TEXTOID, INT2OID, TEXTOID, INT2OID, NAMEOID,
+	BOOLOID, BOOLOID, INT2ARRAYOID};
+	Datum		values[11];
 	StringInfoData sql;
 	/* 1.4: deferrable and initially_deferred; before, every column was deferred */
 	bool		with_mode = PG_NARGS() >= 8;
@@ -484,13 +475,15 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 
 	cell_delegate_enter(relid, &save_user, &save_sec);
 	rel = table_open(relid, ShareRowExclusiveLock);
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel)),
-				 errdetail("Only the columns of plain tables can be claimed.")));
+				 errdetail("Only the columns of plain and partitioned tables can be claimed.")));
 	/* the children's rows are the parent's, but no trigger of it fires for them */
-	if (find_inheritance_children(relid, NoLock) != NIL)
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		find_inheritance_children(relid, NoLock) != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot claim a column of table \"%s\" because it has inheritance children",
@@ -525,7 +518,8 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 errmsg("subject column \"%s\" of table \"%s\" is not an integer column",
 						subject_column, RelationGetRelationName(rel)),
 				 errdetail("The subject id at the claims store is a 64-bit integer.")));
-	source_attnum = cell_source_column(rel);
+	cell_check_not_claimed_above(rel, column);
+	cell_source_key_of_table(rel, &source_key);
 	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										   RelationGetRelationName(rel));
 
@@ -542,9 +536,6 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 errmsg("column \"%s\" of table \"%s\" is already claimed",
 						column, RelationGetRelationName(rel)),
 				 errhint("Use claims_cell.set_claiming to pause or resume it, claims_cell.unclaim_column to stop.")));
-	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1",
-			 1, types, values, SPI_OK_SELECT);
-	first_column = SPI_processed == 0;
 	trigger = cell_trigger_name(relid, column, attnum);
 
 	cell_conn_prepare(cell_configured_server());
@@ -555,11 +546,32 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	values[3] = CStringGetTextDatum(subject_name);
 	values[4] = Int16GetDatum(subject_attnum);
 	values[5] = CStringGetTextDatum(source_name);
-	values[6] = Int16GetDatum(source_attnum);
+	values[6] = Int16GetDatum(source_key.attnums[0]);
 	values[7] = DirectFunctionCall1(namein, CStringGetDatum(trigger));
 	values[8] = BoolGetDatum(deferrable);
 	values[9] = BoolGetDatum(initially_deferred);
-	if (with_mode)
+	/* 1.5: every column of the source key */
+	with_key_array = get_attnum(get_relname_relid("claimed_attributes", get_namespace_oid("claims_cell", false)),
+								"source_attnums") != InvalidAttrNumber;
+	if (!with_key_array && source_key.n > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("primary key of table \"%s\" has more than one column", RelationGetRelationName(rel)),
+				 errhint("ALTER EXTENSION claims_cell UPDATE claims primary keys of several columns.")));
+	if (with_key_array)
+	{
+		Datum		keys[INDEX_MAX_KEYS];
+
+		for (int i = 0; i < source_key.n; i++)
+			keys[i] = Int16GetDatum(source_key.attnums[i]);
+		values[10] = PointerGetDatum(construct_array(keys, source_key.n, INT2OID, 2, true, TYPALIGN_SHORT));
+		cell_spi("INSERT INTO claims_cell.claimed_attributes (table_name, attnum, bucket_type,"
+				 " subject_type, subject_attnum, source_type, source_attnum, trigger_name,"
+				 " \"deferrable\", initially_deferred, source_attnums)"
+				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+				 11, types, values, SPI_OK_INSERT);
+	}
+	else if (with_mode)
 		cell_spi("INSERT INTO claims_cell.claimed_attributes (table_name, attnum, bucket_type,"
 				 " subject_type, subject_attnum, source_type, source_attnum, trigger_name,"
 				 " \"deferrable\", initially_deferred)"
@@ -574,36 +586,24 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW"
-					 " EXECUTE FUNCTION claims_cell.collect('%d', %s, %s, '%d', %s, '%d', %s",
+					 " EXECUTE FUNCTION claims_cell.collect('%d', %s, %s, '%d', %s, '%s', %s",
 					 quote_identifier(trigger), qualified,
 					 attnum, quote_literal_cstr(bucket_name),
 					 quote_literal_cstr(subject_name), subject_attnum,
-					 quote_literal_cstr(source_name), source_attnum,
+					 quote_literal_cstr(source_name), cell_source_key_arg(&source_key),
 					 integer_valued ? "'t'" : "'f'");
 	/* seven arguments: deferred, as every trigger made before 1.4 */
 	if (with_mode && mode != 'd')
 		appendStringInfo(&sql, ", '%c'", mode);
 	appendStringInfoChar(&sql, ')');
 	cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
-	/* the end of each statement claims its immediate changes */
-	if (with_mode && !cell_trigger_exists(relid, "claims_cell_statement"))
-	{
-		resetStringInfo(&sql);
-		appendStringInfo(&sql,
-						 "CREATE TRIGGER claims_cell_statement AFTER INSERT OR UPDATE OR DELETE ON %s"
-						 " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.claim_statement()",
-						 qualified);
-		cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
-	}
-	if (first_column)
-	{
-		resetStringInfo(&sql);
-		appendStringInfo(&sql,
-						 "CREATE TRIGGER claims_cell_truncate BEFORE TRUNCATE ON %s"
-						 " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.%s()",
-						 qualified, with_mode ? "collect_truncate" : "refuse_truncate");
-		cell_spi(sql.data, 0, NULL, NULL, SPI_OK_UTILITY);
-	}
+	/*
+	 * the end of each statement claims its immediate changes, and TRUNCATE
+	 * releases the rows' values: on the table and, for a partitioned one,
+	 * on every partition (the row trigger is cloned to them)
+	 */
+	CommandCounterIncrement();
+	cell_sync_tree_triggers(relid, cell_collect_oid(false));
 	SPI_finish();
 	table_close(rel, NoLock);
 	SetUserIdAndSecContext(save_user, save_sec);
@@ -688,8 +688,6 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 	char	   *column;
 	char	   *qualified;
 	char	   *trigger;
-	Oid			types[1] = {REGCLASSOID};
-	Datum		values[1];
 	Oid			save_user;
 	int			save_sec;
 
@@ -708,16 +706,9 @@ claims_cell_unclaim_column(PG_FUNCTION_ARGS)
 								2, (Datum) 0);
 	cell_spi(psprintf("DROP TRIGGER IF EXISTS %s ON %s", quote_identifier(trigger), qualified),
 			 0, NULL, NULL, SPI_OK_UTILITY);
-	values[0] = ObjectIdGetDatum(relid);
-	cell_spi("SELECT 1 FROM claims_cell.claimed_attributes WHERE table_name OPERATOR(pg_catalog.=) $1",
-			 1, types, values, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-	{
-		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_truncate ON %s", qualified),
-				 0, NULL, NULL, SPI_OK_UTILITY);
-		cell_spi(psprintf("DROP TRIGGER IF EXISTS claims_cell_statement ON %s", qualified),
-				 0, NULL, NULL, SPI_OK_UTILITY);
-	}
+	/* the last claimed column takes the statement and TRUNCATE triggers with it */
+	CommandCounterIncrement();
+	cell_sync_tree_triggers(relid, cell_collect_oid(false));
 	SPI_finish();
 	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
@@ -738,28 +729,64 @@ cell_table_is_claimed(Oid relid, Oid collect)
 	return claimed;
 }
 
+/* Refuse a table that inherits (not as a partition) from a claimed table. */
+static void
+cell_refuse_claimed_parent(Oid child, Oid collect)
+{
+	Relation	inh = table_open(InheritsRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(child));
+	scan = systable_beginscan(inh, InheritsRelidSeqnoIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Oid			parent = ((Form_pg_inherits) GETSTRUCT(tup))->inhparent;
+
+		if (get_rel_relkind(parent) == RELKIND_RELATION && cell_table_is_claimed(parent, collect))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s\" cannot inherit from table \"%s\", which has claimed columns",
+							get_rel_name(child), get_rel_name(parent)),
+					 errdetail("Rows of an inheritance child are rows of its parent, but the parent's claims are not taken for them."),
+					 errhint("Give the new table columns of its own and claim them, or unclaim the parent's columns first.")));
+	}
+	systable_endscan(scan);
+	table_close(inh, AccessShareLock);
+}
+
 /*
- * claims_cell.refuse_inheritance(): ddl_command_end event trigger (enabled
- * always, so session_replication_role does not skip it). A table the
- * command created or altered (CREATE TABLE ... INHERITS, ALTER TABLE ...
+ * claims_cell.follow_table_ddl(): ddl_command_end event trigger (enabled
+ * always, so session_replication_role does not skip it), for the tables a
+ * command created or altered.
+ *
+ * Inheritance: a table (CREATE TABLE ... INHERITS, ALTER TABLE ...
  * INHERIT, the same for foreign tables and inside CREATE SCHEMA) may not
  * inherit from a table with claimed columns: the child's rows are rows of
  * the parent, but no claim trigger fires for them. Only the command's own
  * tables are looked at, so a child left from before 1.5 blocks no other
  * DDL; whether a parent is claimed is read from its triggers in the
  * catalog, current whatever the transaction's snapshot.
+ *
+ * Partitions: a partition made or attached under a claimed partitioned
+ * table got its row triggers cloned and now gets its statement and
+ * TRUNCATE triggers; a detached one loses them (partitions.c).
  */
 Datum
-claims_cell_refuse_inheritance(PG_FUNCTION_ARGS)
+claims_cell_follow_table_ddl(PG_FUNCTION_ARGS)
 {
 	Oid			collect;
 	List	   *tables = NIL;
 	ListCell   *lc;
 	MemoryContext caller;
 	int			ret;
+	Oid			save_user;
+	int			save_sec;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		elog(ERROR, "claims_cell.refuse_inheritance() must be called as an event trigger");
+		elog(ERROR, "claims_cell.follow_table_ddl() must be called as an event trigger");
 	collect = cell_collect_oid(true);
 	if (!OidIsValid(collect))
 		PG_RETURN_VOID();
@@ -788,30 +815,22 @@ claims_cell_refuse_inheritance(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	foreach(lc, tables)
+		cell_refuse_claimed_parent(lfirst_oid(lc), collect);
+
+	tables = list_concat_unique_oid(tables,
+									cell_partitions_named(((EventTriggerData *) fcinfo->context)->parsetree));
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(cell_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "claims_cell: SPI_connect failed");
+	foreach(lc, tables)
 	{
-		Oid			child = lfirst_oid(lc);
-		Relation	inh = table_open(InheritsRelationId, AccessShareLock);
-		ScanKeyData key;
-		SysScanDesc scan;
-		HeapTuple	tup;
+		char		relkind = get_rel_relkind(lfirst_oid(lc));
 
-		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(child));
-		scan = systable_beginscan(inh, InheritsRelidSeqnoIndexId, true, NULL, 1, &key);
-		while (HeapTupleIsValid(tup = systable_getnext(scan)))
-		{
-			Oid			parent = ((Form_pg_inherits) GETSTRUCT(tup))->inhparent;
-
-			if (get_rel_relkind(parent) == RELKIND_RELATION && cell_table_is_claimed(parent, collect))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("table \"%s\" cannot inherit from table \"%s\", which has claimed columns",
-								get_rel_name(child), get_rel_name(parent)),
-						 errdetail("Rows of an inheritance child are rows of its parent, but the parent's claims are not taken for them."),
-						 errhint("Give the new table columns of its own and claim them, or unclaim the parent's columns first.")));
-		}
-		systable_endscan(scan);
-		table_close(inh, AccessShareLock);
+		if (relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE)
+			cell_sync_tree_triggers(lfirst_oid(lc), collect);
 	}
+	SPI_finish();
+	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();
 }

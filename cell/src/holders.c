@@ -105,6 +105,20 @@ cell_holders_where(StringInfo sql, Form_pg_attribute att, bool typed)
 					 " OPERATOR(pg_catalog.=) $1", qcol);
 }
 
+/*
+ * The table whose rows are searched, as alias t: a plain table ONLY (an
+ * inheritance child left from before 1.5 is no holder of its parent's
+ * claims), a partitioned one with its partitions.
+ */
+static void
+cell_holders_from(StringInfo sql, Relation rel)
+{
+	appendStringInfo(sql, "%s%s t",
+					 rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+}
+
 /* Become the table's owner for its code (undone by cell_holders_leave). */
 static void
 cell_holders_enter(Oid owner, Oid *save_user, int *save_sec, int *save_nestlevel)
@@ -155,9 +169,8 @@ cell_holders_count_plan(Oid relid, AttrNumber attnum, Oid *owner)
 	}
 	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT pg_catalog.count(*) FROM ONLY %s t",
-					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												RelationGetRelationName(rel)));
+	appendStringInfoString(&sql, "SELECT pg_catalog.count(*) FROM ");
+	cell_holders_from(&sql, rel);
 	cell_holders_where(&sql, att, true);
 	cell_holders_enter(*owner, &save_user, &save_sec, &save_nestlevel);
 	plan = SPI_prepare(sql.data, 1, &argtype);
@@ -198,39 +211,27 @@ cell_holders_count(SPIPlanPtr plan, Oid owner, const char *value)
 
 /*
  * The SELECT of the rows of a claimed column holding $1 (text), each with
- * its source id as the store spells it and its subject, from ONLY the
- * table, for a caller that appends what it needs (limits, locks); typed
+ * its source id as the store spells it and its subject, from the table
+ * (cell_holders_from), for a caller that appends what it needs (limits, locks); typed
  * as for cell_holders_where.
  */
 static void
 cell_holders_select(StringInfo sql, Relation rel, AttrNumber attnum,
-					AttrNumber subject_attnum, AttrNumber source_attnum, bool typed)
+					AttrNumber subject_attnum, const CellSourceKey *source, bool typed)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	Form_pg_attribute key;
-	const char *qkey;
 
 	if (attnum <= 0 || attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped ||
-		subject_attnum <= 0 || subject_attnum > desc->natts ||
-		source_attnum <= 0 || source_attnum > desc->natts)
+		subject_attnum <= 0 || subject_attnum > desc->natts)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("claimed attribute %d of table \"%s\" does not exist", attnum,
 						RelationGetRelationName(rel))));
-	key = TupleDescAttr(desc, source_attnum - 1);
-	qkey = quote_identifier(NameStr(key->attname));
 	appendStringInfoString(sql, "SELECT ");
-	if (key->atttypid == INT2OID || key->atttypid == INT4OID || key->atttypid == INT8OID)
-		appendStringInfo(sql, "pg_catalog.int8send(t.%s::pg_catalog.int8)", qkey);
-	else if (key->atttypid == UUIDOID)
-		appendStringInfo(sql, "pg_catalog.uuid_send(t.%s)", qkey);
-	else
-		appendStringInfo(sql, "pg_catalog.convert_to(CAST(t.%s AS pg_catalog.text), %s)", qkey,
-						 quote_literal_cstr(GetDatabaseEncodingName()));
-	appendStringInfo(sql, ", CAST(t.%s AS pg_catalog.int8) FROM ONLY %s t",
-					 quote_identifier(NameStr(TupleDescAttr(desc, subject_attnum - 1)->attname)),
-					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												RelationGetRelationName(rel)));
+	cell_source_id_sql(sql, desc, source, "t", RelationGetRelationName(rel));
+	appendStringInfo(sql, ", CAST(t.%s AS pg_catalog.int8) FROM ",
+					 quote_identifier(NameStr(TupleDescAttr(desc, subject_attnum - 1)->attname)));
+	cell_holders_from(sql, rel);
 	cell_holders_where(sql, TupleDescAttr(desc, attnum - 1), typed);
 }
 
@@ -296,11 +297,13 @@ cell_column_is_unique(Oid relid, AttrNumber attnum)
  * value or the table is gone. The value came from a column of type
  * value_type: the column's own equality is used only when it has that
  * type, since the value may be no value of another (text against integer).
+ * Rows of the partition excluded (one a TRUNCATE empties) do not count.
  */
 bool
 cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
-				 AttrNumber source_attnum, const char *value, Oid value_type,
-				 Snapshot snapshot, char **source_id, int *source_len, int64 *subject)
+				 const CellSourceKey *source, const char *value, Oid value_type,
+				 Oid excluded, Snapshot snapshot, char **source_id, int *source_len,
+				 int64 *subject)
 {
 	Relation	rel = try_table_open(relid, AccessShareLock);
 	Oid			owner;
@@ -312,9 +315,11 @@ cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
 		return false;
 	owner = rel->rd_rel->relowner;
 	initStringInfo(&sql);
-	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum,
+	cell_holders_select(&sql, rel, attnum, subject_attnum, source,
 						attnum <= RelationGetDescr(rel)->natts &&
 						TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid == value_type);
+	if (OidIsValid(excluded))
+		appendStringInfo(&sql, " AND t.tableoid OPERATOR(pg_catalog.<>) CAST(%u AS pg_catalog.oid)", excluded);
 	appendStringInfo(&sql, " AND CAST(t.%s AS pg_catalog.int8) OPERATOR(pg_catalog.<>) 0"
 					 " LIMIT 1 FOR SHARE OF t NOWAIT",
 					 quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel),
@@ -334,7 +339,7 @@ cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
 
 /*
  * claims_cell.rows_holding(table regclass, attnum smallint, value text,
- * subject_attnum smallint, source_attnum smallint) RETURNS TABLE (source_id
+ * subject_attnum smallint, source_attnums smallint[]) RETURNS TABLE (source_id
  * bytea, subject bigint): the rows of a claimed column holding a value,
  * each with its source id as the store spells it and its subject, locked
  * FOR SHARE (NOWAIT: 55P03 when a writer holds one) until the transaction
@@ -349,16 +354,17 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 	AttrNumber	attnum = PG_GETARG_INT16(1);
 	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	AttrNumber	subject_attnum = PG_GETARG_INT16(3);
-	AttrNumber	source_attnum = PG_GETARG_INT16(4);
+	CellSourceKey source;
 	Relation	rel;
 	Oid			owner;
 	StringInfoData sql;
 
+	cell_source_key_from_array(PG_GETARG_ARRAYTYPE_P(4), &source);
 	InitMaterializedSRF(fcinfo, 0);
 	rel = table_open(relid, AccessShareLock);
 	owner = rel->rd_rel->relowner;
 	initStringInfo(&sql);
-	cell_holders_select(&sql, rel, attnum, subject_attnum, source_attnum, true);
+	cell_holders_select(&sql, rel, attnum, subject_attnum, &source, true);
 	appendStringInfoString(&sql, " FOR SHARE OF t NOWAIT");
 	table_close(rel, NoLock);
 

@@ -440,7 +440,7 @@ typedef struct CellClaimedColumn
 	Oid			relid;
 	AttrNumber	attnum;
 	AttrNumber	subject_attnum;
-	AttrNumber	source_attnum;
+	CellSourceKey source;
 	char	   *bucket_type;
 	char	   *subject_type;
 	char	   *source_type;
@@ -454,7 +454,10 @@ cell_claimed_columns(void)
 	List	   *columns = NIL;
 	int			ret;
 
-	ret = SPI_execute("SELECT c.table_name::pg_catalog.oid, c.attnum, c.subject_attnum, c.source_attnum,"
+	ret = SPI_execute("SELECT c.table_name::pg_catalog.oid, c.attnum, c.subject_attnum,"
+					  /* source_attnums from 1.5, through to_jsonb so that this also runs before */
+					  " COALESCE(pg_catalog.translate(pg_catalog.to_jsonb(c) OPERATOR(pg_catalog.->>) 'source_attnums', '[]', '{}')::pg_catalog.int2[],"
+					  "          ARRAY[c.source_attnum]),"
 					  " c.bucket_type, c.subject_type, c.source_type"
 					  " FROM claims_cell.claimed_attributes c", true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -469,7 +472,7 @@ cell_claimed_columns(void)
 		k->relid = DatumGetObjectId(SPI_getbinval(t, d, 1, &isnull));
 		k->attnum = DatumGetInt16(SPI_getbinval(t, d, 2, &isnull));
 		k->subject_attnum = DatumGetInt16(SPI_getbinval(t, d, 3, &isnull));
-		k->source_attnum = DatumGetInt16(SPI_getbinval(t, d, 4, &isnull));
+		cell_source_key_from_array(DatumGetArrayTypeP(SPI_getbinval(t, d, 4, &isnull)), &k->source);
 		k->bucket_type = SPI_getvalue(t, d, 5);
 		k->subject_type = SPI_getvalue(t, d, 6);
 		k->source_type = SPI_getvalue(t, d, 7);
@@ -536,9 +539,9 @@ cell_keep_held_values(List *nets)
 				if (k->unique)
 					continue;
 			}
-			if (!cell_holder_find(k->relid, k->attnum, k->subject_attnum, k->source_attnum,
-								  c->value, get_atttype(c->relid, c->attnum), GetActiveSnapshot(),
-								  &source_id, &source_len, &subject))
+			if (!cell_holder_find(k->relid, k->attnum, k->subject_attnum, &k->source,
+								  c->value, get_atttype(c->relid, c->attnum), cell_truncating,
+								  GetActiveSnapshot(), &source_id, &source_len, &subject))
 				continue;
 			h = palloc(sizeof(CellChange));
 			memcpy(h, c, sizeof(CellChange));

@@ -1,4 +1,5 @@
-/* claims_cell--1.4--1.5.sql: verify() compares in C; reconcile() never waits on a writer. */
+/* claims_cell--1.4--1.5.sql: verify() compares in C; reconcile() never waits on a writer;
+   partitioned tables and primary keys of several columns are claimed. */
 
 \echo Use "ALTER EXTENSION claims_cell UPDATE TO '1.5'" to load this file. \quit
 
@@ -10,6 +11,8 @@
 
 #include "udfs/verify_keep_fixes/1.5.sql"
 
+#include "udfs/verify_row_range/1.5.sql"
+
 #include "udfs/verify_slice/1.5.sql"
 
 -- verify_repair(): a batch's fixes that fit one lease go to it as they
@@ -20,14 +23,55 @@
 -- the lease's row; that lease is left for a later pass.
 #include "udfs/reconcile/1.5.sql"
 
--- Claimed tables get no inheritance children (claim_column refuses a table
--- that has some).
-#include "udfs/refuse_inheritance/1.5.sql"
+-- ---------------------------------------------------------------------------
+-- A source id of several columns: a primary key of several columns (every
+-- partitioned table's includes its partition key) is claimed, its columns
+-- in key order in source_attnums (source_attnum stays its first column;
+-- NULL source_attnums: source_attnum alone).
+-- ---------------------------------------------------------------------------
+ALTER TABLE @extschema@.claimed_attributes
+    ADD COLUMN source_attnums smallint[],
+    ADD CONSTRAINT claimed_attributes_source_attnums_lead
+        CHECK (source_attnums IS NULL OR (pg_catalog.cardinality(source_attnums) OPERATOR(pg_catalog.>=) 1
+                                          AND source_attnums[1] OPERATOR(pg_catalog.=) source_attnum));
+UPDATE @extschema@.claimed_attributes SET source_attnums = ARRAY[source_attnum];
 
-CREATE EVENT TRIGGER claims_cell_refuse_inheritance ON ddl_command_end
-    EXECUTE FUNCTION @extschema@.refuse_inheritance();
+CREATE OR REPLACE VIEW @extschema@.claimed_columns AS
+SELECT c.table_name, a.attname AS column_name, c.bucket_type, c.subject_type,
+       s.attname AS subject_column, c.source_type, k.attname AS source_column,
+       c.enabled, c.trigger_name, c.created_at, c.updated_at,
+       c."deferrable", c.initially_deferred,
+       ARRAY(SELECT ka.attname
+               FROM pg_catalog.unnest(COALESCE(c.source_attnums, ARRAY[c.source_attnum])) WITH ORDINALITY AS u(attnum, i)
+               JOIN pg_catalog.pg_attribute ka ON ka.attrelid OPERATOR(pg_catalog.=) c.table_name
+                                              AND ka.attnum OPERATOR(pg_catalog.=) u.attnum
+              ORDER BY u.i) AS source_columns
+  FROM @extschema@.claimed_attributes c
+  JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.table_name AND a.attnum OPERATOR(pg_catalog.=) c.attnum
+  JOIN pg_catalog.pg_attribute s ON s.attrelid OPERATOR(pg_catalog.=) c.table_name AND s.attnum OPERATOR(pg_catalog.=) c.subject_attnum
+  JOIN pg_catalog.pg_attribute k ON k.attrelid OPERATOR(pg_catalog.=) c.table_name AND k.attnum OPERATOR(pg_catalog.=) c.source_attnum;
+
+#include "udfs/source_id_sql/1.5.sql"
+
+#include "udfs/source_key_values/1.5.sql"
+
+DROP FUNCTION @extschema@.rows_holding(regclass, smallint, text, smallint, smallint);
+#include "udfs/rows_holding/1.5.sql"
+
+#include "udfs/claim_again/1.5.sql"
+
+-- a dropped column of the source key ends the declaration too
+#include "udfs/forget_dropped/1.5.sql"
+
+-- DDL on tables: claimed tables get no inheritance children (claim_column
+-- refuses a table that has some); partitions of a claimed partitioned
+-- table get their triggers.
+#include "udfs/follow_table_ddl/1.5.sql"
+
+CREATE EVENT TRIGGER claims_cell_follow_table_ddl ON ddl_command_end
+    EXECUTE FUNCTION @extschema@.follow_table_ddl();
 -- session_replication_role = replica does not switch it off
-ALTER EVENT TRIGGER claims_cell_refuse_inheritance ENABLE ALWAYS;
+ALTER EVENT TRIGGER claims_cell_follow_table_ddl ENABLE ALWAYS;
 
 -- Children a claimed table got before 1.5: their rows are not claimed.
 DO $$

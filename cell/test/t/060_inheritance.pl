@@ -70,9 +70,9 @@ $rr->quit;
 
 # A child made before the event trigger existed (as from 1.4) blocks no other DDL.
 $node->safe_psql('cell1', q{
-ALTER EVENT TRIGGER claims_cell_refuse_inheritance DISABLE;
+ALTER EVENT TRIGGER claims_cell_follow_table_ddl DISABLE;
 CREATE TABLE legacy_child () INHERITS (late);
-ALTER EVENT TRIGGER claims_cell_refuse_inheritance ENABLE ALWAYS;});
+ALTER EVENT TRIGGER claims_cell_follow_table_ddl ENABLE ALWAYS;});
 ($st, $out, $err) = sql_state($node, 'cell1', q{CREATE TABLE unrelated (x int); ALTER TABLE late ADD COLUMN note text});
 is($st, '00000', 'unrelated DDL goes on beside a child from before') or diag($err);
 

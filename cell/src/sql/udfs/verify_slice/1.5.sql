@@ -14,6 +14,10 @@ DECLARE
     cfg record;
     st record;
     keycol record;
+    key_attnums smallint[];
+    multi boolean;
+    key_cols text;
+    pk_expr text;
     a record;
     other record;
     attrs jsonb;
@@ -115,20 +119,28 @@ BEGIN
                   HINT = 'Resume the column with claims_cell.set_claiming, or unclaim it.';
     END IF;
 
+    -- the source key: the primary key's columns, in key order; the source
+    -- id's bytes sort as ROW(key_cols) does (sourcekey.c)
+    SELECT COALESCE(c.source_attnums, ARRAY[c.source_attnum]) INTO key_attnums
+      FROM @extschema@.claimed_attributes c WHERE c.table_name = tab AND c.enabled LIMIT 1;
+    multi := pg_catalog.cardinality(key_attnums) > 1;
     SELECT a2.attname, a2.atttypid, pg_catalog.format_type(a2.atttypid, NULL) AS typname
       INTO keycol FROM pg_catalog.pg_attribute a2
-     WHERE a2.attrelid = tab
-       AND a2.attnum = (SELECT c.source_attnum FROM @extschema@.claimed_attributes c
-                         WHERE c.table_name = tab AND c.enabled LIMIT 1);
-    key_expr := CASE WHEN keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'uuid'::regtype)
-                     THEN pg_catalog.format('t.%I', keycol.attname)
-                     ELSE pg_catalog.format('(t.%I::pg_catalog.text COLLATE "C")', keycol.attname) END;
-    sid_expr := CASE
-        WHEN keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
-            THEN pg_catalog.format('pg_catalog.int8send(t.%I::pg_catalog.int8)', keycol.attname)
-        WHEN keycol.atttypid = 'uuid'::regtype
-            THEN pg_catalog.format('pg_catalog.uuid_send(t.%I)', keycol.attname)
-        ELSE pg_catalog.format('pg_catalog.convert_to(t.%I::pg_catalog.text, %L)', keycol.attname, enc) END;
+     WHERE a2.attrelid = tab AND a2.attnum = key_attnums[1];
+    SELECT pg_catalog.string_agg(CASE WHEN a2.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype, 'uuid'::regtype)
+                                      THEN pg_catalog.format('t.%I', a2.attname)
+                                      ELSE pg_catalog.format('(t.%I::pg_catalog.text COLLATE "C")', a2.attname) END,
+                                 ', ' ORDER BY u.i),
+           pg_catalog.format('ROW(%s)::pg_catalog.text',
+                             pg_catalog.string_agg(pg_catalog.format('t.%I', a2.attname), ', ' ORDER BY u.i))
+      INTO key_cols, pk_expr
+      FROM pg_catalog.unnest(key_attnums) WITH ORDINALITY AS u(attnum, i)
+      JOIN pg_catalog.pg_attribute a2 ON a2.attrelid = tab AND a2.attnum = u.attnum;
+    key_expr := key_cols;
+    IF NOT multi THEN
+        pk_expr := pg_catalog.format('t.%I::pg_catalog.text', keycol.attname);
+    END IF;
+    sid_expr := @extschema@.source_id_sql(tab, key_attnums, 't');
 
     -- recency: the table's updated_at, else commit timestamps, else none
     cutoff := pg_catalog.now() - st.verify_recent;
@@ -142,7 +154,7 @@ BEGIN
         recent_expr := 'false';
     END IF;
 
-    cols := pg_catalog.format('%s AS sid, t.%I::pg_catalog.text AS pk, %s AS recent', sid_expr, keycol.attname, recent_expr);
+    cols := pg_catalog.format('%s AS sid, %s AS pk, %s AS recent', sid_expr, pk_expr, recent_expr);
     nrows := 0;
     FOR a IN SELECT * FROM pg_catalog.jsonb_to_recordset(attrs)
                  AS x(col name, bucket_type text, subject_type text, subject_col name,
@@ -188,7 +200,10 @@ BEGIN
     LOOP
         -- the next 1000 source ids after lo, in the store's order: hi, the
         -- end of this batch's range (NULL for the last batch: open above)
-        IF keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+        IF multi THEN
+            rows_sql := pg_catalog.format('SELECT %1$s AS sid FROM %2$s t WHERE %4$s AND pg_catalog.octet_length(%1$s) <= 128 ORDER BY %3$s LIMIT 1000',
+                sid_expr, tab, key_cols, @extschema@.verify_row_range(tab, key_attnums, key_cols, lo, NULL));
+        ELSIF keycol.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
             -- big-endian two's complement: the non-negative keys, then the negative ones
             lo_int := CASE WHEN lo IS NULL THEN NULL
                            ELSE ('x' || pg_catalog.encode(lo, 'hex'))::bit(64)::bigint END;
@@ -221,7 +236,9 @@ BEGIN
         -- the rows of the range, read after the store's records
         EXECUTE 'WITH b AS (' ||
                     pg_catalog.format('SELECT %s FROM %s t WHERE %s', cols, tab,
-                                      @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi)) || ') ' || entry_arrays_sql
+                                      CASE WHEN multi THEN @extschema@.verify_row_range(tab, key_attnums, key_cols, lo, hi)
+                                           ELSE @extschema@.verify_range(key_expr, keycol.atttypid, enc, lo, hi) END)
+                    || ') ' || entry_arrays_sql
            INTO fresh_n, fresh_max, recent_sids, e_sid, e_pk, e_bucket, e_value, e_subject_type,
                 e_subject_id, e_source_type, e_col;
 
@@ -287,8 +304,12 @@ BEGIN
         -- never stops a verification, nor the worker running it)
         IF fixes @? '$[*] ? (@.kind != "extra")' THEN
             EXECUTE 'WITH b AS (' ||
-                pg_catalog.format('SELECT %s FROM %s t WHERE t.%I = ANY ($1::%s[])%s',
-                                  cols, tab, keycol.attname, keycol.typname,
+                pg_catalog.format('SELECT %s FROM %s t WHERE %s%s',
+                                  cols, tab,
+                                  CASE WHEN multi
+                                       THEN pg_catalog.format('%s = ANY ($1::pg_catalog.text[]) AND %s', pk_expr,
+                                                              @extschema@.verify_row_range(tab, key_attnums, key_cols, lo, hi))
+                                       ELSE pg_catalog.format('t.%I = ANY ($1::%s[])', keycol.attname, keycol.typname) END,
                                   CASE WHEN repair THEN ' FOR SHARE OF t SKIP LOCKED' ELSE '' END) || ') ' || entry_arrays_sql
                INTO fresh_n, fresh_max, fresh_recent, e_sid, e_pk, e_bucket, e_value, e_subject_type,
                     e_subject_id, e_source_type, e_col
