@@ -1,10 +1,13 @@
 # The extensions' scripts are built from their sources (scripts/build_sql.sh):
 # templates in src/sql and cell/src/sql, each function's definitions in
-# udfs/NAME/VERSION.sql with udfs/NAME/latest.sql naming the newest. This
-# checks that layout: no function is defined outside udfs/, each definition
-# is used once by the script of its version, latest.sql is the newest, and
-# the released scripts rebuild byte for byte (released.sha256), so that a
-# change to a released definition cannot slip into an update path.
+# udfs/NAME/VERSION.sql with udfs/NAME/latest.sql naming the newest; an
+# overloaded name has a directory per form, NAME.TYPES (udfs/claims_commit.jsonb
+# holds claims_commit(jsonb)). This checks that layout: no function is
+# defined outside udfs/, each definition is used once by the script of its
+# version, every file of a directory defines its function (of the
+# directory's argument types, for a NAME.TYPES directory), latest.sql is the
+# newest, and the released scripts rebuild byte for byte (released.sha256),
+# so that a change to a released definition cannot slip into an update path.
 use strict;
 use warnings;
 
@@ -23,6 +26,29 @@ sub version_key
 	my ($f) = @_;
 	my ($v, $k) = $f =~ /^([\d.]+?)(?:-(\d+))?\.sql$/ or return undef;
 	return join('.', map { sprintf '%05d', $_ } split(/\./, $v), $k // 1);
+}
+
+# The argument types of the function NAME a definition creates, joined by
+# "_" as a NAME.TYPES directory names them: "bigint_uuid" for
+# claims_commit(cell_id bigint, lease_uuid uuid). OUT arguments and defaults
+# are no part of a function's identity.
+sub argument_types
+{
+	my ($text, $fname) = @_;
+	my ($args) = $text =~ /^CREATE (?:OR REPLACE )?FUNCTION [^\s(]*\b\Q$fname\E\(((?:[^()]++|\((?1)\))*)\)/mi
+	  or return undef;
+	my @types;
+	for my $arg (split /,/, $args)
+	{
+		$arg =~ s/\s+(?:DEFAULT\b|=).*//si;
+		$arg =~ s/^\s+|\s+$//g;
+		next if $arg =~ /^OUT\s/i;
+		$arg =~ s/^(?:IN|INOUT|VARIADIC)\s+//i;
+		my @words = $arg =~ /("[^"]+"|\S+)/g;
+		shift @words if @words > 1;    # the argument's name
+		push @types, join('', @words);
+	}
+	return join('_', @types);
 }
 
 # The version a script brings the extension to: claims--1.1--1.2.sql is 1.2.
@@ -67,8 +93,12 @@ for my $ext ([ 'claims', "$root/src/sql", "$root/claims.control" ],
 			ok(defined version_key($f), "$name: udfs/$udf/$f is named by its version");
 			is(scalar @{ $used{"udfs/$udf/$f"} // [] }, 1,
 				"$name: udfs/$udf/$f is used by exactly one script");
-			like(slurp("$dir/udfs/$udf/$f"), qr/^CREATE (?:OR REPLACE )?(?:FUNCTION|PROCEDURE) [^\s(]*\b\Q$udf\E\(/mi,
-				"$name: udfs/$udf/$f defines $udf");
+			my ($fname, $tag) = $udf =~ /^([^.]+)(?:\.(.+))?$/;
+			my $text = slurp("$dir/udfs/$udf/$f");
+			like($text, qr/^CREATE (?:OR REPLACE )?(?:FUNCTION|PROCEDURE) [^\s(]*\b\Q$fname\E\(/mi,
+				"$name: udfs/$udf/$f defines $fname");
+			is(argument_types($text, $fname), $tag, "$name: udfs/$udf/$f defines $fname($tag)")
+			  if defined $tag;
 		}
 	}
 
