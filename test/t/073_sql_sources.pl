@@ -7,7 +7,10 @@
 # version, every file of a directory defines its function (of the
 # directory's argument types, for a NAME.TYPES directory), latest.sql is the
 # newest, and the released scripts rebuild byte for byte (released.sha256),
-# so that a change to a released definition cannot slip into an update path.
+# so that a change to a released definition cannot slip into an update path;
+# and every function the catalog snapshot of the regress tests lists
+# (expected/16_catalog.out, cell/expected/11_catalog.out) has its own
+# directory.
 use strict;
 use warnings;
 
@@ -55,10 +58,10 @@ sub argument_types
 sub script_version { my ($f) = @_; return $f =~ /--(?:[\d.]+--)?([\d.]+)\.sql$/ ? $1 : undef; }
 
 my $tmp = tempdir(CLEANUP => 1);
-for my $ext ([ 'claims', "$root/src/sql", "$root/claims.control" ],
-	[ 'claims_cell', "$root/cell/src/sql", "$root/cell/claims_cell.control" ])
+for my $ext ([ 'claims', "$root/src/sql", "$root/claims.control", "$root/expected/16_catalog.out" ],
+	[ 'claims_cell', "$root/cell/src/sql", "$root/cell/claims_cell.control", "$root/cell/expected/11_catalog.out" ])
 {
-	my ($name, $dir, $control) = @$ext;
+	my ($name, $dir, $control, $catalog) = @$ext;
 	my @templates = map { s{.*/}{}r } sort glob("$dir/$name--*.sql");
 	cmp_ok(scalar @templates, '>=', 2, "$name: scripts have templates: @templates");
 	my ($default) = slurp($control) =~ /^default_version = '([^']+)'/m;
@@ -101,6 +104,24 @@ for my $ext ([ 'claims', "$root/src/sql", "$root/claims.control" ],
 			  if defined $tag;
 		}
 	}
+
+	# Every function of the extension (its catalog snapshot lists the
+	# members) has a directory of its own: NAME, or NAME.TYPES where the
+	# name is overloaded.
+	my %dirs = map { s{.*/}{}r => 1 } glob("$dir/udfs/*");
+	my @functions = slurp($catalog) =~ /^ function (?:\w+\.)?(\w+)\(([^)]*)\)$/mg;
+	my %overloads;
+	for (my $i = 0; $i < @functions; $i += 2) { $overloads{ $functions[$i] }++; }
+	my %homes;
+	for (my $i = 0; $i < @functions; $i += 2)
+	{
+		my ($fname, $types) = @functions[ $i, $i + 1 ];
+		my $home = $overloads{$fname} > 1 ? "$fname." . join('_', map { s/\s+//gr } split /,/, $types) : $fname;
+		ok($dirs{$home}, "$name: function $fname($types) has its directory udfs/$home");
+		$homes{$home} = 1;
+	}
+	is(join(' ', grep { !$homes{$_} } sort keys %dirs), '',
+		"$name: every directory in udfs/ is the home of one function of the catalog snapshot");
 
 	# Released scripts rebuild exactly.
 	my @released = map { [ split /\s+/ ] } grep { /\S/ } split /\n/, slurp("$dir/released.sha256");
