@@ -420,7 +420,7 @@ run_cell_orm() {
 }
 
 # Part of suite (k): prove over test/grpc/t/*.pl. Each file starts its own store
-# node and claims-grpc (grpc/claims-grpc of this tree, else the installed
+# node and claims-grpc (grpc/build/claims-grpc of this tree, else the installed
 # one) and drives it with test/grpc/grpc_helper.py under /usr/bin/python3.
 run_grpc_clients() {
     prove_suite "grpc clients" "$REPO" grpc_clients 65332 "" '*' test/grpc/t
