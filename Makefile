@@ -15,12 +15,14 @@ PG_CPPFLAGS = -Icommon
 # SHA-256 of bucket values (OpenSSL comes with PostgreSQL's development packages)
 SHLIB_LINK = -lcrypto
 # The extension's scripts are built from their templates in src/sql, where
-# each function's definitions live in src/sql/udfs/NAME/ (scripts/build_sql.sh).
+# each function's definitions live in src/sql/udfs/NAME/ (NAME.TYPES for each
+# form of an overloaded name), latest.sql the current one (scripts/build_sql.sh).
 SQL_TEMPLATES = $(sort $(wildcard src/sql/$(EXTENSION)--*.sql))
 DATA_built = $(patsubst src/sql/%,build/sql/%,$(SQL_TEMPLATES))
 PGFILEDESC = "claims - lease-first global claims store"
 
 # pg_regress: sql/*.sql against expected/*.out, on a private server.
+# scripts/test.sh runs this suite and ISOLATION as installcheck defines them.
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/claims.conf
 
@@ -87,7 +89,8 @@ META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_jso
 # make test: PostgreSQL 15, this machine's. make test PG=17: PostgreSQL 17 in
 # a Debian 13 root (scripts/test_pg17.sh). make test PG=15-cassert: the cell
 # suites and the store's churn tests on PostgreSQL 15 built with assertions
-# (scripts/test_cassert.sh, the server built once under build/).
+# (scripts/test_cassert.sh, the server built once per machine under
+# /var/cache/claims).
 # make test LOAD=N: the same with N CPU-bound processes beside the whole
 # run (scripts/with_load.sh), to show the suites hold on a loaded machine.
 PG ?=

@@ -10,6 +10,9 @@
 # Suites, each run even when an earlier one failed:
 #   regress   pg_regress over sql/*.sql (expected/*.out), temp instance
 #   isolation pg_isolation_regress over test/isolation/specs/*.spec
+#             (both as Makefile's installcheck defines them: REGRESS,
+#             REGRESS_OPTS, ISOLATION, ISOLATION_OPTS; cell regress as
+#             cell/Makefile's)
 #   tap       prove over test/t/*.pl (PostgreSQL::Test::Cluster)
 #   pgtap     pg_prove over test/pgtap/*.sql, one fresh database per file
 #   cell regress, cell tap: the same for claims_cell in cell/
@@ -29,7 +32,8 @@
 #   package   as root: `make deb`, the package installed with apt on a clean
 #             Debian root, a server started, both extensions created and
 #             used (scripts/test_package.sh); CLAIMS_PACKAGE_TEST=0 skips it
-# A suite with no test files is skipped with a note. CLAIMS_SUITES, a list
+# A suite with no test files (or, for those of a Makefile, no tests in its
+# variable) is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
 # monitoring ha cell-orm grpc package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
 # pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
@@ -224,66 +228,52 @@ judge_regress_run() {
     echo "$p $fl"
 }
 
-# pg_regress over DIR/sql/*.sql against DIR/expected/*.out on a temp
-# instance: regress_suite LABEL DIR LOGNAME [TEMP_CONFIG relative to DIR].
-regress_suite() {
-    local label=$1 dir=$2 logname=$3 conf=${4:-} tests=() f out p fl rel
+# The value of a variable of DIR's Makefile: make_var DIR NAME.
+make_var() {
+    make -s --no-print-directory -C "$1" -f Makefile -f - "print-$2" <<'MAKE'
+print-%:
+	@echo $($*)
+MAKE
+}
+
+# One suite of a Makefile's installcheck (PGXS), as that Makefile defines
+# it: REGRESS with REGRESS_OPTS, or ISOLATION with ISOLATION_OPTS, each on
+# the private server its options start. The other kinds are switched off
+# for the run (the TAP files run file by file in prove_suite).
+# makefile_suite LABEL DIR KIND(REGRESS|ISOLATION) LOGNAME OUTPUTDIR TOOL UNIT
+makefile_suite() {
+    local label=$1 dir=$2 kind=$3 logname=$4 outdir=$5 tool=$6 unit=$7 rel tests out p fl
+    local off=(TAP_TESTS=)
     rel="${dir#"$REPO"}"
     rel="${rel#/}"
-    section "$label (pg_regress ${rel:+$rel/}sql)"
-    for f in "$dir"/sql/*.sql; do
-        [ -e "$f" ] || continue
-        f="${f##*/}"
-        tests+=("${f%.sql}")
-    done
-    if [ "${#tests[@]}" -eq 0 ]; then
-        echo "no tests in ${rel:+$rel/}sql/; skipped"
-        SKIPPED_NOTES+=("$label suite skipped: no ${rel:+$rel/}sql/*.sql")
+    section "$label (make installcheck ${rel:+-C $rel }$kind)"
+    tests="$(make_var "$dir" "$kind")" || tests=""
+    if [ -z "$tests" ]; then
+        echo "${rel:+$rel/}Makefile defines no $kind tests; skipped"
+        SKIPPED_NOTES+=("$label suite skipped: ${rel:+$rel/}Makefile defines no $kind tests")
         return 0
     fi
-    rm -rf "$dir/results" "$dir/log" "$dir/regression.diffs" "$dir/regression.out"
+    if [ "$kind" = REGRESS ]; then off+=(ISOLATION=); else off+=(REGRESS=); fi
+    rm -rf "$outdir/results" "$outdir/log" "$outdir/regression.diffs" "$outdir/regression.out"
+    [ "$kind" = ISOLATION ] && rm -rf "$outdir"
     out="$LOGDIR/$logname.out"
-    local opts=(--temp-instance=./tmp_check --inputdir=. --bindir="$BINDIR"
-        --dbname=contrib_regression)
-    [ -n "$conf" ] && opts+=(--temp-config="$conf")
-    (cd "$dir" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
-        "$PGXS_DIR/src/test/regress/pg_regress" "${opts[@]}" "${tests[@]}") 2>&1 | tee "$out"
-    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_regress test "$dir")
+    timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
+        make --no-print-directory -C "$dir" PG_CONFIG="$PG_CONFIG" "${off[@]}" installcheck 2>&1 | tee "$out"
+    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" "$tool" "$unit" "$outdir")
     echo "-- $label: $p ok, $fl not ok"
     add_counts "$p" "$fl"
     stop_stray_servers_any
 }
 
-# Suite (a): pg_regress over sql/*.sql (the store).
+# Suite (a): pg_regress over sql/*.sql (the store), Makefile's REGRESS.
 run_regress() {
-    regress_suite regress "$REPO" regress "$([ -n "$TEMP_CONFIG_FILE" ] && echo test/claims.conf)"
+    makefile_suite regress "$REPO" REGRESS regress "$REPO" pg_regress test
 }
 
-# Suite (b): pg_isolation_regress over test/isolation/specs/*.spec.
+# Suite (b): pg_isolation_regress over test/isolation/specs/*.spec,
+# Makefile's ISOLATION.
 run_isolation() {
-    local specs=() f out p fl
-    section "isolation (pg_isolation_regress)"
-    for f in "$REPO"/test/isolation/specs/*.spec; do
-        [ -e "$f" ] || continue
-        f="${f##*/}"
-        specs+=("${f%.spec}")
-    done
-    if [ "${#specs[@]}" -eq 0 ]; then
-        echo "no specs in test/isolation/specs/; skipped"
-        SKIPPED_NOTES+=("isolation suite skipped: no test/isolation/specs/*.spec")
-        return 0
-    fi
-    rm -rf "$REPO/output_iso"
-    out="$LOGDIR/isolation.out"
-    local opts=(--temp-instance=./tmp_check_iso --inputdir=test/isolation
-        --outputdir=output_iso --bindir="$BINDIR" --dbname=isolation_regression)
-    [ -n "$TEMP_CONFIG_FILE" ] && opts+=(--temp-config=test/claims.conf)
-    (cd "$REPO" && timeout --foreground --kill-after=30 "$SUITE_TIMEOUT" \
-        "$PGXS_DIR/src/test/isolation/pg_isolation_regress" "${opts[@]}" "${specs[@]}") 2>&1 | tee "$out"
-    read -r p fl < <(judge_regress_run "${PIPESTATUS[0]}" "$out" pg_isolation_regress spec "$REPO/output_iso")
-    echo "-- isolation: $p ok, $fl not ok"
-    add_counts "$p" "$fl"
-    stop_stray_servers_any
+    makefile_suite isolation "$REPO" ISOLATION isolation "$REPO/output_iso" pg_isolation_regress spec
 }
 
 # prove over DIR/test/t/*.pl, one prove per file, with the environment of
@@ -371,10 +361,10 @@ run_grpc() {
     run_grpc_clients
 }
 
-# Suite (e): pg_regress over cell/sql/*.sql (claims_cell), its own temp
-# instance with cell/test/claims_cell.conf.
+# Suite (e): pg_regress over cell/sql/*.sql (claims_cell), cell/Makefile's
+# REGRESS with its own temp instance and cell/test/claims_cell.conf.
 run_cell_regress() {
-    regress_suite "cell regress" "$REPO/cell" cell_regress test/claims_cell.conf
+    makefile_suite "cell regress" "$REPO/cell" REGRESS cell_regress "$REPO/cell" pg_regress test
 }
 
 # Suite (f): prove over cell/test/t/*.pl, a store node and a cell node each.
@@ -430,7 +420,7 @@ run_cell_orm() {
 }
 
 # Part of suite (k): prove over test/grpc/t/*.pl. Each file starts its own store
-# node and claims-grpc (grpc/claims-grpc of this tree, else the installed
+# node and claims-grpc (grpc/build/claims-grpc of this tree, else the installed
 # one) and drives it with test/grpc/grpc_helper.py under /usr/bin/python3.
 run_grpc_clients() {
     prove_suite "grpc clients" "$REPO" grpc_clients 65332 "" '*' test/grpc/t

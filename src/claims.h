@@ -30,9 +30,8 @@
 #define CLAIMS_RECORDS_DEFAULT_LIMIT 1000
 #define CLAIMS_RECORDS_MAX_LIMIT	1000
 
-/* claims.c: settings */
+/* claims.c: settings (claims.open_mode sets auth.c's claims_open_mode) */
 extern int	claims_max_batch_size;
-extern bool claims_open_mode;
 
 /* Values of claims.json_output: how responses are written. */
 typedef enum ClaimsJsonOutput
@@ -44,6 +43,7 @@ typedef enum ClaimsJsonOutput
 extern int	claims_json_output;
 
 /* auth.c: which role may act for which cell */
+extern bool claims_open_mode;
 extern void claims_cells_invalidate(Oid relid);
 extern bool claims_caller_is_admin(void);
 extern void claims_authorize_cell(int64 cell_id, bool for_new_lease);
@@ -146,6 +146,7 @@ extern int	claims_execute(ClaimsPlanId id, Datum *args, const char *nulls,
 						   bool read_only, long count);
 extern int	claims_execute_snapshot(ClaimsPlanId id, Datum *args, const char *nulls,
 									Snapshot snapshot, long count);
+extern Oid	claims_schema_oid(void);
 
 /* cache.c: what the per-backend caches share */
 extern void claims_cache_init(void);
@@ -154,7 +155,6 @@ extern int	claims_execute_latest(ClaimsPlanId id, bool *fresh);
 
 /* read.c: the routing lookup */
 extern void claims_lookup_invalidate(Oid relid);
-extern Oid	claims_schema_oid(void);
 
 /* request.c: proto3 JSON input */
 typedef struct ClaimsPath
@@ -263,7 +263,6 @@ extern void claims_json_int64_member(ClaimsJson *js, const char *key, int64 v);
 extern void claims_json_string_member(ClaimsJson *js, const char *key, const char *s, int len);
 extern void claims_json_bool_member(ClaimsJson *js, const char *key, bool b);
 extern bool claims_json_list_member(ClaimsJson *js, const char *key, uint64 n);
-extern void claims_json_cell_info(ClaimsJson *js, int64 cell_id);
 extern Jsonb *claims_json_finish(ClaimsJson *js);
 #define CLAIMS_RECORD_NCOLS 13
 extern const AttrNumber claims_record_spi_attnums[CLAIMS_RECORD_NCOLS];
@@ -272,6 +271,9 @@ extern int64 claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc,
 extern char *claims_base64_encode(const char *data, int len, int *outlen);
 extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);
+
+/* cells.c: a cell as CellInfo */
+extern void claims_json_cell_info(ClaimsJson *js, int64 cell_id);
 
 /* claims.c: checks shared by the API functions */
 extern void claims_check_writable(const char *function);

@@ -173,9 +173,9 @@ CREATE TRIGGER claims_registry_changed
 
 #include "udfs/claims_begin_update/1.0.sql"
 
-#include "udfs/claims_commit/1.0.sql"
+#include "udfs/claims_commit.bigint_uuid/1.0.sql"
 
-#include "udfs/claims_rollback/1.0.sql"
+#include "udfs/claims_rollback.bigint_uuid/1.0.sql"
 
 #include "udfs/claims_get_record/1.0.sql"
 

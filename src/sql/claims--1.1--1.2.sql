@@ -16,9 +16,9 @@ ALTER TABLE @extschema@.claim_cells
     ADD COLUMN session_prefix text CHECK (session_prefix <> ''),
     ADD COLUMN sequence_ranges int8range[] NOT NULL DEFAULT '{}';
 
-#include "udfs/claims_commit/1.2.sql"
+#include "udfs/claims_commit.jsonb/1.2.sql"
 
-#include "udfs/claims_rollback/1.2.sql"
+#include "udfs/claims_rollback.jsonb/1.2.sql"
 
 #include "udfs/claims_get_cells/1.2.sql"
 

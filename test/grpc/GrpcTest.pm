@@ -26,14 +26,15 @@ our @EXPORT = qw(repo_dir grpc_binary make_certs setup_store write_map
 
 my $json = JSON::PP->new->canonical->allow_nonref;
 
-# The repository: TESTDIR (set by scripts/test.sh and t.sh), else the cwd.
+# The repository: TESTDIR (set by scripts/test.sh), else the cwd.
 sub repo_dir
 {
 	return $ENV{TESTDIR} // do { require Cwd; Cwd::getcwd() };
 }
 
-# The claims-grpc binary: CLAIMS_GRPC, else grpc/claims-grpc of the tree,
-# else the one on PATH. undef when there is none.
+# The claims-grpc binary: CLAIMS_GRPC, else grpc/build/claims-grpc of the
+# tree (make grpc builds it; grpc/claims-grpc is looked at too), else the one
+# on PATH. undef when there is none.
 sub grpc_binary
 {
 	my $repo = repo_dir();

@@ -4,10 +4,10 @@ BEGIN;
 SELECT plan(27);
 
 SELECT has_extension('claims');
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'claims'), '1.2',
-    'claims is installed at version 1.2');
-SELECT is((SELECT default_version FROM pg_available_extensions WHERE name = 'claims'), '1.2',
-    'the default version of claims is 1.2');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'claims'), '1.3',
+    'claims is installed at version 1.3');
+SELECT is((SELECT default_version FROM pg_available_extensions WHERE name = 'claims'), '1.3',
+    'the default version of claims is 1.3');
 
 -- Not relocatable.
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'claims'), false,
@@ -15,8 +15,9 @@ SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'claims'), fa
 SELECT results_eq(
     $$SELECT version, relocatable, superuser, trusted FROM pg_available_extension_versions
        WHERE name = 'claims' ORDER BY version$$,
-    $$VALUES ('1.0'::text, false, true, false), ('1.1', false, true, false), ('1.2', false, true, false)$$,
-    'claims 1.0, 1.1 and 1.2 are not relocatable, need a superuser to install and are not trusted');
+    $$VALUES ('1.0'::text, false, true, false), ('1.1', false, true, false), ('1.2', false, true, false),
+             ('1.3', false, true, false)$$,
+    'claims 1.0, 1.1, 1.2 and 1.3 are not relocatable, need a superuser to install and are not trusted');
 CREATE SCHEMA claims_moved;
 SELECT throws_ok($$ALTER EXTENSION claims SET SCHEMA claims_moved$$,
     '0A000', 'extension "claims" does not support SET SCHEMA',
@@ -155,7 +156,7 @@ SELECT lives_ok($$CREATE EXTENSION claims$$,
 
 -- 1.0 updates to the current version through 1.1, which adds the guard of
 -- the built-in registry rows (CREATE EXTENSION takes the same path: there is
--- no claims--1.1.sql or claims--1.2.sql).
+-- no claims--1.1.sql, claims--1.2.sql or claims--1.3.sql).
 SELECT lives_ok($$DROP EXTENSION claims; CREATE EXTENSION claims VERSION '1.0'$$,
     'claims 1.0 can be installed');
 SELECT is_empty(
@@ -163,8 +164,8 @@ SELECT is_empty(
       UNION ALL SELECT proname FROM pg_proc WHERE proname = 'claims_builtin_types_guard'$$,
     'claims 1.0 has no guard of the built-in registry rows');
 SELECT lives_ok($$ALTER EXTENSION claims UPDATE$$, 'ALTER EXTENSION claims UPDATE succeeds');
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'claims'), '1.2',
-    'the update leaves claims at version 1.2');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'claims'), '1.3',
+    'the update leaves claims at version 1.3');
 SELECT results_eq(
     $$SELECT tgrelid::regclass::text, count(*)::integer FROM pg_trigger
        WHERE tgname LIKE 'claims\_builtin\_types\_guard%' GROUP BY 1 ORDER BY 1$$,

@@ -149,8 +149,8 @@ for my $db (qw(restored_custom restored_plain))
 	{
 		is(api($content{$table}, $db), $original{$table}, "$db: $table identical after restore");
 	}
-	is(api("SELECT extversion FROM pg_extension WHERE extname = 'claims'", $db), '1.2',
-		"$db: claims is at version 1.2");
+	is(api("SELECT extversion FROM pg_extension WHERE extname = 'claims'", $db), '1.3',
+		"$db: claims is at version 1.3");
 	is(api(q{SELECT claims_get_record('{"bucket": {"type": "WIKIS", "value": "home"}}') #>> '{record,metadata,subject,type}'}, $db),
 		'BOT', "$db: a claim is found by the alias of an operator's type");
 	is(api(q{SELECT claims_get_record('{"claim": {"username": "alice"}}') #>> '{record,status}'}, $db),

@@ -3,6 +3,33 @@
 
 \echo Use "ALTER EXTENSION claims_cell UPDATE TO '1.5'" to load this file. \quit
 
+-- Functions of earlier versions created again as they are, with their
+-- comments and privileges beside them, so that udfs/NAME/latest.sql is the
+-- whole current definition. configure(), set_claiming() and
+-- unclaim_column() got their pinned search path from ALTER FUNCTION in 1.4;
+-- their definitions now carry it.
+#include "udfs/store_validator/1.5.sql"
+#include "udfs/configure/1.5.sql"
+#include "udfs/set_claiming/1.5.sql"
+#include "udfs/unclaim_column/1.5.sql"
+#include "udfs/collect/1.5.sql"
+#include "udfs/refuse_truncate/1.5.sql"
+#include "udfs/store_list_leases/1.5.sql"
+#include "udfs/store_finish_lease/1.5.sql"
+#include "udfs/reconcile_settings/1.5.sql"
+#include "udfs/store_list_records/1.5.sql"
+#include "udfs/store_repair_lease/1.5.sql"
+#include "udfs/verify_settings/1.5.sql"
+#include "udfs/source_id_text/1.5.sql"
+#include "udfs/verify_range/1.5.sql"
+#include "udfs/verify_list_store/1.5.sql"
+#include "udfs/verify_repair_lease/1.5.sql"
+#include "udfs/verify/1.5.sql"
+#include "udfs/verify_due/1.5.sql"
+#include "udfs/running_transactions/1.5.sql"
+#include "udfs/transactions_ended/1.5.sql"
+#include "udfs/stats/1.5.sql"
+
 #include "udfs/store_list_records_page/1.5.sql"
 
 #include "udfs/verify_list_store_pages/1.5.sql"

@@ -233,3 +233,4 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.reconcile(boolean) IS
     'Settle leases left outstanding at the store or locally; full_scan lists every outstanding lease';
+REVOKE ALL ON FUNCTION @extschema@.reconcile(boolean) FROM PUBLIC;

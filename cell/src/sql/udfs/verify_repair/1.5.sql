@@ -76,3 +76,4 @@ BEGIN
     RETURN fixed;
 END
 $$;
+REVOKE ALL ON FUNCTION @extschema@.verify_repair(name, bigint, regclass, jsonb, integer) FROM PUBLIC;

@@ -4,7 +4,7 @@
 -- finished leases of one cell and an ANALYZE that counts none outstanding,
 -- that index seems empty, while until the next vacuum it still holds an
 -- entry for each of them, which a lookup by (creator_id, uuid) would walk.
--- (The extension lives in claims_s since 12_schema.)
+-- (The extension lives in claims_s since 14_schema.)
 --
 SET search_path = claims_s, public;
 SET client_min_messages = warning;
