@@ -121,7 +121,6 @@ typedef struct CellSourceKey
 /* What a collect() row trigger of a table claims (partitions.c). */
 typedef struct CellTriggerColumns
 {
-	Oid			tgoid;			/* hash key */
 	Oid			declared;		/* the table claim_column declared */
 	AttrNumber	declared_attnum;	/* the column, in the declared table */
 	AttrNumber	attnum;			/* the column, in the trigger's table */
@@ -140,10 +139,12 @@ extern void cell_source_id_sql(StringInfo sql, TupleDesc desc, const CellSourceK
 							   const char *alias, const char *table);
 
 /* partitions.c */
-extern const CellTriggerColumns *cell_trigger_columns(Relation rel, Trigger *trigger);
+extern void cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out);
 extern void cell_sync_table_triggers(Oid relid, Oid collect);
 extern void cell_sync_tree_triggers(Oid relid, Oid collect);
-extern List *cell_partitions_named(Node *parsetree);
+extern void cell_check_free_in_partitions(Oid relid, const char *column, Oid collect);
+extern List *cell_partitions_named(Node *parsetree, List **detached);
+extern void cell_note_detached(Node *parsetree, List *named, List *detached, Oid collect);
 
 /* collect.c */
 extern List *cell_pending_changes(void);

@@ -465,9 +465,10 @@ static void
 cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 {
 	char	  **args = trigger->tgargs;
-	const CellTriggerColumns *m = cell_trigger_columns(rel, trigger);
-	int			attnum = cell_attnum(rel, m->attnum);
-	char	   *value = cell_claimed_text(rel, tuple, attnum);
+	CellTriggerColumns cols;
+	const CellTriggerColumns *m = &cols;
+	int			attnum;
+	char	   *value;
 	bool		integer_valued = args[6][0] == 't';
 	CellChange *c;
 	MemoryContext old;
@@ -475,6 +476,9 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	char	   *source_id = NULL;
 	int			source_len = 0;
 
+	cell_trigger_columns(rel, trigger, &cols);
+	attnum = cell_attnum(rel, m->attnum);
+	value = cell_claimed_text(rel, tuple, attnum);
 	if (value == NULL || cell_value_is_blank(value))
 		return;
 	if (create)
@@ -582,14 +586,21 @@ claims_cell_collect(PG_FUNCTION_ARGS)
 		cell_record(rel, td->tg_trigger, td->tg_trigtuple, false);
 	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
-		const CellTriggerColumns *m = cell_trigger_columns(rel, td->tg_trigger);
+		CellTriggerColumns cols;
+		const CellTriggerColumns *m = &cols;
 		HeapTuple	oldt = td->tg_trigtuple;
 		HeapTuple	newt = td->tg_newtuple;
-		int			attnum = cell_attnum(rel, m->attnum);
+		int			attnum;
 		bool		key_differs = false;
-		char	   *oldv = cell_claimed_text(rel, oldt, attnum);
-		char	   *newv = cell_claimed_text(rel, newt, attnum);
-		bool		same = (oldv == NULL && newv == NULL) ||
+		char	   *oldv;
+		char	   *newv;
+		bool		same;
+
+		cell_trigger_columns(rel, td->tg_trigger, &cols);
+		attnum = cell_attnum(rel, m->attnum);
+		oldv = cell_claimed_text(rel, oldt, attnum);
+		newv = cell_claimed_text(rel, newt, attnum);
+		same = (oldv == NULL && newv == NULL) ||
 			(oldv != NULL && newv != NULL && strcmp(oldv, newv) == 0);
 
 		for (int i = 0; i < m->source.n; i++)
@@ -698,8 +709,19 @@ cell_check_deferrable(Oid relid, const char *column)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];
 
-		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS ||
-			(attnum != 0 && atoi(t->tgargs[0]) != attnum))
+		CellTriggerColumns m;
+
+		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
+			continue;
+		cell_trigger_columns(rel, t, &m);
+		/* the transaction's overrides name declared tables */
+		if (m.declared != relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("table \"%s\" is a partition of table \"%s\", which claims its columns",
+							RelationGetRelationName(rel), get_rel_name(m.declared)),
+					 errhint("Name table \"%s\" in claims_cell.set_constraints.", get_rel_name(m.declared))));
+		if (attnum != 0 && m.attnum != attnum)
 			continue;
 		claimed = true;
 		deferrable |= t->tgnargs < CELL_TRIGGER_NARGS_MODE || t->tgargs[7][0] != 'i';

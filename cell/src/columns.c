@@ -409,17 +409,17 @@ cell_check_not_claimed_above(Relation rel, const char *column)
 	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];
-		const CellTriggerColumns *m;
+		CellTriggerColumns m;
 
 		if (t->tgfoid != collect || t->tgnargs < 7)
 			continue;
-		m = cell_trigger_columns(rel, t);
-		if (m->declared != RelationGetRelid(rel) &&
-			strcmp(get_attname(RelationGetRelid(rel), m->attnum, false), column) == 0)
+		cell_trigger_columns(rel, t, &m);
+		if (m.declared != RelationGetRelid(rel) &&
+			strcmp(get_attname(RelationGetRelid(rel), m.attnum, false), column) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("column \"%s\" of table \"%s\" is already claimed through partitioned table \"%s\"",
-							column, RelationGetRelationName(rel), get_rel_name(m->declared))));
+							column, RelationGetRelationName(rel), get_rel_name(m.declared))));
 	}
 }
 
@@ -520,6 +520,18 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 errdetail("The subject id at the claims store is a 64-bit integer.")));
 	cell_check_not_claimed_above(rel, column);
 	cell_source_key_of_table(rel, &source_key);
+	/* 1.5: primary keys of several columns, partitioned tables */
+	with_key_array = get_attnum(get_relname_relid("claimed_attributes", get_namespace_oid("claims_cell", false)),
+								"source_attnums") != InvalidAttrNumber;
+	if (!with_key_array && (source_key.n > 1 || rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 source_key.n > 1
+				 ? errmsg("primary key of table \"%s\" has more than one column", RelationGetRelationName(rel))
+				 : errmsg("\"%s\" is a partitioned table", RelationGetRelationName(rel)),
+				 errhint("ALTER EXTENSION claims_cell UPDATE to claim partitioned tables and primary keys of several columns.")));
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		cell_check_free_in_partitions(relid, column, cell_collect_oid(false));
 	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										   RelationGetRelationName(rel));
 
@@ -550,14 +562,6 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 	values[7] = DirectFunctionCall1(namein, CStringGetDatum(trigger));
 	values[8] = BoolGetDatum(deferrable);
 	values[9] = BoolGetDatum(initially_deferred);
-	/* 1.5: every column of the source key */
-	with_key_array = get_attnum(get_relname_relid("claimed_attributes", get_namespace_oid("claims_cell", false)),
-								"source_attnums") != InvalidAttrNumber;
-	if (!with_key_array && source_key.n > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("primary key of table \"%s\" has more than one column", RelationGetRelationName(rel)),
-				 errhint("ALTER EXTENSION claims_cell UPDATE claims primary keys of several columns.")));
 	if (with_key_array)
 	{
 		Datum		keys[INDEX_MAX_KEYS];
@@ -772,7 +776,8 @@ cell_refuse_claimed_parent(Oid child, Oid collect)
  *
  * Partitions: a partition made or attached under a claimed partitioned
  * table got its row triggers cloned and now gets its statement and
- * TRUNCATE triggers; a detached one loses them (partitions.c).
+ * TRUNCATE triggers; a detached one loses them, and is recorded in
+ * detached_partitions, its values staying claimed (partitions.c).
  */
 Datum
 claims_cell_follow_table_ddl(PG_FUNCTION_ARGS)
@@ -784,6 +789,9 @@ claims_cell_follow_table_ddl(PG_FUNCTION_ARGS)
 	int			ret;
 	Oid			save_user;
 	int			save_sec;
+	Node	   *parsetree;
+	List	   *named;
+	List	   *detached;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "claims_cell.follow_table_ddl() must be called as an event trigger");
@@ -817,8 +825,9 @@ claims_cell_follow_table_ddl(PG_FUNCTION_ARGS)
 	foreach(lc, tables)
 		cell_refuse_claimed_parent(lfirst_oid(lc), collect);
 
-	tables = list_concat_unique_oid(tables,
-									cell_partitions_named(((EventTriggerData *) fcinfo->context)->parsetree));
+	parsetree = ((EventTriggerData *) fcinfo->context)->parsetree;
+	named = cell_partitions_named(parsetree, &detached);
+	tables = list_concat_unique_oid(tables, named);
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SetUserIdAndSecContext(cell_extension_owner(), save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -830,6 +839,7 @@ claims_cell_follow_table_ddl(PG_FUNCTION_ARGS)
 		if (relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE)
 			cell_sync_tree_triggers(lfirst_oid(lc), collect);
 	}
+	cell_note_detached(parsetree, named, detached, collect);
 	SPI_finish();
 	SetUserIdAndSecContext(save_user, save_sec);
 	PG_RETURN_VOID();

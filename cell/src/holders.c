@@ -34,6 +34,7 @@
 #include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(claims_cell_rows_holding);
+PG_FUNCTION_INFO_V1(claims_cell_rows_holding_key);
 
 /* What an index on a table says about one of its columns. */
 typedef enum CellColumnIndex
@@ -338,33 +339,29 @@ cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_attnum,
 }
 
 /*
- * claims_cell.rows_holding(table regclass, attnum smallint, value text,
- * subject_attnum smallint, source_attnums smallint[]) RETURNS TABLE (source_id
- * bytea, subject bigint): the rows of a claimed column holding a value,
- * each with its source id as the store spells it and its subject, locked
- * FOR SHARE (NOWAIT: 55P03 when a writer holds one) until the transaction
- * ends, so none can go before a claim made for it is committed. Run as the
- * table's owner. For reconcile()'s claim_again().
+ * The rows of a claimed column holding a value, each with its source id as
+ * the store spells it and its subject, locked FOR SHARE (NOWAIT: 55P03 when
+ * a writer holds one) until the transaction ends, so none can go before a
+ * claim made for it is committed; run as the table's owner, into the SRF's
+ * tuplestore. For reconcile()'s claim_again().
  */
-Datum
-claims_cell_rows_holding(PG_FUNCTION_ARGS)
+static void
+cell_rows_holding(FunctionCallInfo fcinfo, const CellSourceKey *source)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			relid = PG_GETARG_OID(0);
 	AttrNumber	attnum = PG_GETARG_INT16(1);
 	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	AttrNumber	subject_attnum = PG_GETARG_INT16(3);
-	CellSourceKey source;
 	Relation	rel;
 	Oid			owner;
 	StringInfoData sql;
 
-	cell_source_key_from_array(PG_GETARG_ARRAYTYPE_P(4), &source);
 	InitMaterializedSRF(fcinfo, 0);
 	rel = table_open(relid, AccessShareLock);
 	owner = rel->rd_rel->relowner;
 	initStringInfo(&sql);
-	cell_holders_select(&sql, rel, attnum, subject_attnum, &source, true);
+	cell_holders_select(&sql, rel, attnum, subject_attnum, source, true);
 	appendStringInfoString(&sql, " FOR SHARE OF t NOWAIT");
 	table_close(rel, NoLock);
 
@@ -381,5 +378,34 @@ claims_cell_rows_holding(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	SPI_finish();
+}
+
+/*
+ * claims_cell.rows_holding(table regclass, attnum smallint, value text,
+ * subject_attnum smallint, source_attnums smallint[]) RETURNS TABLE
+ * (source_id bytea, subject bigint), from 1.5: the source key's columns.
+ */
+Datum
+claims_cell_rows_holding_key(PG_FUNCTION_ARGS)
+{
+	CellSourceKey source;
+
+	cell_source_key_from_array(PG_GETARG_ARRAYTYPE_P(4), &source);
+	cell_rows_holding(fcinfo, &source);
+	return (Datum) 0;
+}
+
+/*
+ * The same before 1.5, with source_attnum smallint: a key of one column
+ * (a database whose extension is not updated yet runs it).
+ */
+Datum
+claims_cell_rows_holding(PG_FUNCTION_ARGS)
+{
+	CellSourceKey source;
+
+	source.n = 1;
+	source.attnums[0] = PG_GETARG_INT16(4);
+	cell_rows_holding(fcinfo, &source);
 	return (Datum) 0;
 }

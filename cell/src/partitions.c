@@ -29,11 +29,13 @@
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "catalog/pg_trigger.h"
 #include "commands/event_trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
@@ -43,18 +45,36 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-/* Mapped columns of a row trigger, by trigger oid (reset on any relcache change). */
+/*
+ * Mapped columns of a row trigger, by trigger oid. An invalidation of a
+ * table marks the entries of its triggers (all, for a full reset) stale;
+ * a stale entry is computed again at its next lookup. The hash is never
+ * freed under a caller: invalidations arrive whenever a lock is taken,
+ * also while an entry is being computed.
+ */
+typedef struct CellTriggerMapEntry
+{
+	Oid			tgoid;			/* hash key */
+	Oid			relid;			/* the trigger's table */
+	bool		stale;
+	CellTriggerColumns columns;
+} CellTriggerMapEntry;
+
 static HTAB *cell_trigger_map = NULL;
 
-/* Forget every mapping: a table of some tree changed. */
+/* Relcache callback: mark the entries of a table's triggers stale. */
 static void
-cell_trigger_map_reset(Datum arg, Oid relid)
+cell_trigger_map_invalidate(Datum arg, Oid relid)
 {
-	if (cell_trigger_map != NULL)
-	{
-		hash_destroy(cell_trigger_map);
-		cell_trigger_map = NULL;
-	}
+	HASH_SEQ_STATUS seq;
+	CellTriggerMapEntry *e;
+
+	if (cell_trigger_map == NULL)
+		return;
+	hash_seq_init(&seq, cell_trigger_map);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (!OidIsValid(relid) || e->relid == relid || e->columns.declared == relid)
+			e->stale = true;
 }
 
 /*
@@ -125,14 +145,15 @@ cell_attnum_arg(const char *arg)
 /*
  * The columns a collect() row trigger of rel claims (arguments 1, 4 and
  * 6), in rel's attribute numbers, and the declared table and column its
- * changes are recorded for.
+ * changes are recorded for, into *out.
  */
-const CellTriggerColumns *
-cell_trigger_columns(Relation rel, Trigger *trigger)
+void
+cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out)
 {
-	CellTriggerColumns *m;
-	bool		found;
+	CellTriggerMapEntry *e;
+	CellTriggerColumns m;
 	CellSourceKey key;
+	bool		found;
 
 	if (cell_trigger_map == NULL)
 	{
@@ -141,48 +162,46 @@ cell_trigger_columns(Relation rel, Trigger *trigger)
 
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(CellTriggerColumns);
+		ctl.entrysize = sizeof(CellTriggerMapEntry);
 		ctl.hcxt = TopMemoryContext;
 		cell_trigger_map = hash_create("claims_cell trigger columns", 64, &ctl,
 									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		if (!registered)
 		{
-			CacheRegisterRelcacheCallback(cell_trigger_map_reset, (Datum) 0);
+			CacheRegisterRelcacheCallback(cell_trigger_map_invalidate, (Datum) 0);
 			registered = true;
 		}
 	}
-	m = hash_search(cell_trigger_map, &trigger->tgoid, HASH_FIND, NULL);
-	if (m != NULL)
-		return m;
+	e = hash_search(cell_trigger_map, &trigger->tgoid, HASH_FIND, NULL);
+	if (e != NULL && !e->stale)
+	{
+		*out = e->columns;
+		return;
+	}
 
 	cell_source_key_parse(trigger->tgargs[5], &key);
+	m.declared = cell_declared_table(RelationGetRelid(rel), trigger->tgname, trigger->tgfoid);
+	m.declared_attnum = cell_attnum_arg(trigger->tgargs[0]);
+	if (m.declared == RelationGetRelid(rel))
 	{
-		Oid			declared = cell_declared_table(RelationGetRelid(rel), trigger->tgname,
-												   trigger->tgfoid);
-		CellTriggerColumns tmp;
-
-		tmp.tgoid = trigger->tgoid;
-		tmp.declared = declared;
-		tmp.declared_attnum = cell_attnum_arg(trigger->tgargs[0]);
-		if (declared == RelationGetRelid(rel))
-		{
-			tmp.attnum = tmp.declared_attnum;
-			tmp.subject_attnum = cell_attnum_arg(trigger->tgargs[3]);
-			tmp.source = key;
-		}
-		else
-		{
-			tmp.attnum = cell_map_attnum(declared, tmp.declared_attnum, rel);
-			tmp.subject_attnum = cell_map_attnum(declared, cell_attnum_arg(trigger->tgargs[3]), rel);
-			tmp.source.n = key.n;
-			for (int i = 0; i < key.n; i++)
-				tmp.source.attnums[i] = cell_map_attnum(declared, key.attnums[i], rel);
-		}
-		/* entered only once complete: an error above leaves no half entry */
-		m = hash_search(cell_trigger_map, &trigger->tgoid, HASH_ENTER, &found);
-		*m = tmp;
+		m.attnum = m.declared_attnum;
+		m.subject_attnum = cell_attnum_arg(trigger->tgargs[3]);
+		m.source = key;
 	}
-	return m;
+	else
+	{
+		m.attnum = cell_map_attnum(m.declared, m.declared_attnum, rel);
+		m.subject_attnum = cell_map_attnum(m.declared, cell_attnum_arg(trigger->tgargs[3]), rel);
+		m.source.n = key.n;
+		for (int i = 0; i < key.n; i++)
+			m.source.attnums[i] = cell_map_attnum(m.declared, key.attnums[i], rel);
+	}
+	/* entered once complete: an error above leaves no half entry */
+	e = hash_search(cell_trigger_map, &trigger->tgoid, HASH_ENTER, &found);
+	e->relid = RelationGetRelid(rel);
+	e->columns = m;
+	e->stale = false;
+	*out = m;
 }
 
 /* Whether a table has a trigger of that name. */
@@ -216,6 +235,27 @@ cell_spi_utility(const char *sql)
 }
 
 /*
+ * The owner of a claimed partitioned table may execute collect(): PostgreSQL
+ * checks that privilege when it clones the row trigger to a partition the
+ * owner creates or attaches (CREATE TABLE ... PARTITION OF in a migration).
+ * Inside SPI_connect, as the extension's owner.
+ */
+static void
+cell_grant_collect(Relation rel, Oid collect)
+{
+	Oid			owner = rel->rd_rel->relowner;
+
+#if PG_VERSION_NUM >= 160000
+	if (object_aclcheck(ProcedureRelationId, collect, owner, ACL_EXECUTE) == ACLCHECK_OK)
+#else
+	if (pg_proc_aclcheck(collect, owner, ACL_EXECUTE) == ACLCHECK_OK)
+#endif
+		return;
+	cell_spi_utility(psprintf("GRANT EXECUTE ON FUNCTION claims_cell.collect() TO %s",
+							  quote_identifier(GetUserNameFromId(owner, false))));
+}
+
+/*
  * Give a table the statement and TRUNCATE triggers its claimed columns
  * need, or take them away when it has none any more (a partition
  * detached); and refuse two row triggers of one column on it (a partition
@@ -231,6 +271,7 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 	char	   *qualified;
 	bool		claimed = false;
 	List	   *columns = NIL;
+	List	   *declared = NIL;	/* the declared table of each of columns */
 
 	if (rel == NULL)
 		return;
@@ -243,28 +284,32 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
 	{
 		Trigger    *t = &rel->trigdesc->triggers[i];
-		const CellTriggerColumns *m;
+		CellTriggerColumns m;
 		char	   *column;
 		ListCell   *lc;
+		ListCell   *lc2;
 
 		if (t->tgfoid != collect || t->tgnargs < 7)
 			continue;
 		claimed = true;
-		m = cell_trigger_columns(rel, t);
-		column = get_attname(relid, m->attnum, false);
-		foreach(lc, columns)
+		cell_trigger_columns(rel, t, &m);
+		column = get_attname(relid, m.attnum, false);
+		forboth(lc, columns, lc2, declared)
 			if (strcmp(lfirst(lc), column) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_DUPLICATE_OBJECT),
 						 errmsg("column \"%s\" of table \"%s\" would be claimed twice",
 								column, RelationGetRelationName(rel)),
-						 errdetail("Table \"%s\" claims it, and so does table \"%s\" it is a partition of.",
-								   RelationGetRelationName(rel), get_rel_name(m->declared)),
+						 errdetail("Tables \"%s\" and \"%s\" both claim it.",
+								   get_rel_name(lfirst_oid(lc2)), get_rel_name(m.declared)),
 						 errhint("Unclaim the partition's column with claims_cell.unclaim_column first.")));
 		columns = lappend(columns, column);
+		declared = lappend_oid(declared, m.declared);
 	}
 	qualified = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										   RelationGetRelationName(rel));
+	if (claimed && rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		cell_grant_collect(rel, collect);
 	if (claimed && with_mode && !cell_has_trigger(rel, "claims_cell_statement"))
 		cell_spi_utility(psprintf("CREATE TRIGGER claims_cell_statement AFTER INSERT OR UPDATE OR DELETE ON %s"
 								  " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.claim_statement()",
@@ -283,6 +328,43 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 	relation_close(rel, AccessShareLock);
 }
 
+/*
+ * Raise 42710 when a partition below a partitioned table claims a column
+ * of that name on its own: the parent's row trigger, cloned there, would
+ * claim it a second time. Before anything is written.
+ */
+void
+cell_check_free_in_partitions(Oid relid, const char *column, Oid collect)
+{
+	List	   *members = find_all_inheritors(relid, NoLock, NULL);
+	ListCell   *lc;
+
+	foreach(lc, members)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+			CellTriggerColumns m;
+
+			if (t->tgfoid != collect || t->tgnargs < 7)
+				continue;
+			cell_trigger_columns(rel, t, &m);
+			if (strcmp(get_attname(RelationGetRelid(rel), m.attnum, false), column) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_OBJECT),
+						 errmsg("column \"%s\" of partition \"%s\" is claimed already",
+								column, RelationGetRelationName(rel)),
+						 errdetail("Claimed through table \"%s\"; the partitioned table's claim would claim it twice.",
+								   get_rel_name(m.declared)),
+						 errhint("Unclaim the partition's column with claims_cell.unclaim_column first.")));
+		}
+		relation_close(rel, AccessShareLock);
+	}
+	list_free(members);
+}
+
 /* Sync the triggers of a table and of every partition below it. */
 void
 cell_sync_tree_triggers(Oid relid, Oid collect)
@@ -297,14 +379,15 @@ cell_sync_tree_triggers(Oid relid, Oid collect)
 
 /*
  * The partitions an ALTER TABLE attaches or detaches (the command's own
- * objects name only the parent).
+ * objects name only the parent); *detached gets those it detaches.
  */
 List *
-cell_partitions_named(Node *parsetree)
+cell_partitions_named(Node *parsetree, List **detached)
 {
 	List	   *out = NIL;
 	ListCell   *lc;
 
+	*detached = NIL;
 	if (parsetree == NULL || !IsA(parsetree, AlterTableStmt))
 		return NIL;
 	foreach(lc, ((AlterTableStmt *) parsetree)->cmds)
@@ -317,9 +400,54 @@ cell_partitions_named(Node *parsetree)
 		{
 			Oid			part = RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, true);
 
-			if (OidIsValid(part))
-				out = lappend_oid(out, part);
+			if (!OidIsValid(part))
+				continue;
+			out = lappend_oid(out, part);
+			if (cmd->subtype != AT_AttachPartition)
+				*detached = lappend_oid(*detached, part);
 		}
 	}
 	return out;
+}
+
+/*
+ * Record (or, attached again, forget) the partitions a command detached
+ * from a claimed partitioned table: their values stay claimed, and
+ * verify() of that table leaves those their rows hold alone. Inside
+ * SPI_connect, as the extension's owner.
+ */
+void
+cell_note_detached(Node *parsetree, List *named, List *detached, Oid collect)
+{
+	Oid			parent;
+	ListCell   *lc;
+	bool		claimed = false;
+	Relation	rel;
+
+	if (named == NIL)
+		return;
+	parent = RangeVarGetRelid(((AlterTableStmt *) parsetree)->relation, NoLock, true);
+	if (!OidIsValid(parent) || (rel = try_relation_open(parent, AccessShareLock)) == NULL)
+		return;
+	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+		claimed |= rel->trigdesc->triggers[i].tgfoid == collect;
+	relation_close(rel, AccessShareLock);
+	foreach(lc, named)
+	{
+		Oid			types[2] = {REGCLASSOID, REGCLASSOID};
+		Datum		values[2] = {ObjectIdGetDatum(lfirst_oid(lc)), ObjectIdGetDatum(parent)};
+		bool		gone = list_member_oid(detached, lfirst_oid(lc));
+		int			ret;
+
+		if (gone && !claimed)
+			continue;
+		ret = SPI_execute_with_args(gone
+									? "INSERT INTO claims_cell.detached_partitions (table_name, partitioned_table)"
+									" VALUES ($1, $2) ON CONFLICT (table_name) DO UPDATE"
+									" SET partitioned_table = excluded.partitioned_table, detached_at = pg_catalog.now()"
+									: "DELETE FROM claims_cell.detached_partitions WHERE table_name OPERATOR(pg_catalog.=) $1",
+									gone ? 2 : 1, types, values, NULL, false, 0);
+		if (ret != SPI_OK_INSERT && ret != SPI_OK_DELETE)
+			elog(ERROR, "claims_cell: recording a detached partition failed: %s", SPI_result_code_string(ret));
+	}
 }

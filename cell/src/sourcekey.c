@@ -320,7 +320,8 @@ claims_cell_source_key_values(PG_FUNCTION_ARGS)
 			if (z == NULL)
 				PG_RETURN_NULL();
 			s = pnstrdup((const char *) p, z - p);
-			pg_verifymbstr(s, z - p, false);
+			if (!pg_verifymbstr(s, z - p, true))
+				PG_RETURN_NULL();
 			out[i] = CStringGetTextDatum(s);
 			p = key.n > 1 ? z + 1 : z;
 		}

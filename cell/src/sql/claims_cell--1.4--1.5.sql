@@ -78,6 +78,19 @@ SELECT c.table_name, a.attname AS column_name, c.bucket_type, c.subject_type,
   JOIN pg_catalog.pg_attribute s ON s.attrelid OPERATOR(pg_catalog.=) c.table_name AND s.attnum OPERATOR(pg_catalog.=) c.subject_attnum
   JOIN pg_catalog.pg_attribute k ON k.attrelid OPERATOR(pg_catalog.=) c.table_name AND k.attnum OPERATOR(pg_catalog.=) c.source_attnum;
 
+-- A partition detached from a claimed partitioned table: its rows' values
+-- stay claimed at the store (as after unclaim_column), under the
+-- partitioned table's source type, and verify() of that table leaves the
+-- ones they still hold alone.
+CREATE TABLE @extschema@.detached_partitions (
+    table_name        regclass PRIMARY KEY,
+    partitioned_table regclass NOT NULL,
+    detached_at       timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE @extschema@.detached_partitions IS
+    'Partitions detached from a claimed partitioned table, whose values stay claimed';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.detached_partitions', '');
+
 #include "udfs/source_id_sql/1.5.sql"
 
 #include "udfs/source_key_values/1.5.sql"

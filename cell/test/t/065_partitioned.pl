@@ -153,6 +153,12 @@ SELECT claims_cell.claim_column('things_a', 'name', 'USERNAMES', 'USER', 'id');}
 is($st, '42710', 'a partitioned table whose partition claims the column cannot claim it');
 is($node->safe_psql('cell1', q{SELECT count(*) FROM claims_cell.claimed_attributes WHERE table_name = 'things'::regclass}),
 	'0', 'nothing is declared');
+is($store->safe_psql('postgres', q{SELECT count(*) FROM claim_source_types WHERE name = 'RAILS_TABLE_THINGS'}),
+	'0', 'and nothing is registered at the store: the refusal comes first');
+($st, $out, $err) = sql_state($node, 'cell1',
+	q{BEGIN; SELECT claims_cell.set_constraints('deferred', 'accounts_eu', 'username'); COMMIT;});
+is($st, '42809', 'set_constraints naming a partition of a claimed table is refused');
+like($err, qr/Name table "accounts" in claims_cell.set_constraints/, 'pointing at the declared table');
 $node->safe_psql('cell1', q{INSERT INTO things VALUES (1, 'a', 'pa-thing')});
 is(store_claims('pa-thing'), 'pa-thing:ACTIVE:1:61008000000000000001',
 	'a declaration made on a single partition keeps working (at COMMIT)');

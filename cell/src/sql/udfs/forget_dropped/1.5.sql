@@ -16,6 +16,14 @@ BEGIN
      USING pg_catalog.pg_event_trigger_dropped_objects() d
      WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
        AND d.objid OPERATOR(pg_catalog.=) p.table_name AND d.objsubid OPERATOR(pg_catalog.=) 0;
+    -- a dropped table is no detached partition any more
+    IF pg_catalog.to_regclass('@extschema@.detached_partitions') IS NOT NULL THEN
+        DELETE FROM @extschema@.detached_partitions p
+         USING pg_catalog.pg_event_trigger_dropped_objects() d
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.objsubid OPERATOR(pg_catalog.=) 0
+           AND d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[p.table_name, p.partitioned_table]::pg_catalog.oid[]);
+    END IF;
     FOR gone IN
         DELETE FROM @extschema@.claimed_attributes c
          USING pg_catalog.pg_event_trigger_dropped_objects() d

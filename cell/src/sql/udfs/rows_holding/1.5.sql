@@ -6,6 +6,6 @@
 CREATE FUNCTION @extschema@.rows_holding("table" regclass, attnum smallint, value text,
                                          subject_attnum smallint, source_attnums smallint[])
 RETURNS TABLE (source_id bytea, subject bigint)
-AS 'MODULE_PATHNAME', 'claims_cell_rows_holding'
+AS 'MODULE_PATHNAME', 'claims_cell_rows_holding_key'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION @extschema@.rows_holding(regclass, smallint, text, smallint, smallint[]) FROM PUBLIC;

@@ -58,6 +58,9 @@ DECLARE
     fresh_recent text[];
     chunk_limit integer;
     kept record;
+    det regclass;
+    det_sql text;
+    det_held text[];
 BEGIN
     missing := 0; extra := 0; drifted := 0; repaired := 0; skipped_recent := 0; done := false;
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
@@ -295,6 +298,30 @@ BEGIN
                 RAISE WARNING 'claims_cell: table % holds % claimed values in more than one row', tab, fresh_n
                     USING DETAIL = 'Rows written without the claims_cell triggers; such values are not repaired.';
             END IF;
+        END IF;
+
+        -- an extra value a row of a partition detached from this table
+        -- holds stays claimed, as after unclaim_column
+        IF fixes @? '$[*] ? (@.kind == "extra")' THEN
+            FOR det IN SELECT d.table_name FROM @extschema@.detached_partitions d
+                        WHERE d.partitioned_table = tab
+            LOOP
+                SELECT pg_catalog.string_agg(pg_catalog.format(
+                           'SELECT %L || '':'' || t.%I::pg_catalog.text FROM %s t WHERE t.%I::pg_catalog.text = ANY ($1)',
+                           x.bucket_type, x.col, det, x.col), ' UNION ')
+                  INTO det_sql
+                  FROM pg_catalog.jsonb_to_recordset(attrs) AS x(col name, bucket_type text)
+                 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_attribute v
+                                WHERE v.attrelid = det AND v.attname = x.col AND NOT v.attisdropped);
+                CONTINUE WHEN det_sql IS NULL;
+                EXECUTE 'SELECT pg_catalog.array_agg(h) FROM (' || det_sql || ') s(h)' INTO det_held
+                  USING (SELECT pg_catalog.array_agg(f->>'value') FROM pg_catalog.jsonb_array_elements(fixes) f
+                          WHERE f->>'kind' = 'extra');
+                CONTINUE WHEN det_held IS NULL;
+                SELECT COALESCE(pg_catalog.jsonb_agg(f ORDER BY i), '[]') INTO fixes
+                  FROM pg_catalog.jsonb_array_elements(fixes) WITH ORDINALITY AS e(f, i)
+                 WHERE NOT (f->>'kind' = 'extra' AND (f->>'bucket_type') || ':' || (f->>'value') = ANY (det_held));
+            END LOOP;
         END IF;
 
         -- re-read the rows of the differences, after the second listing
