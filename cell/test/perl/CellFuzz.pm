@@ -206,10 +206,11 @@ sub random_transaction
 	my $prepare = chance(0.08);
 	$s->('begin', "BEGIN ISOLATION LEVEL $iso");
 	my $as_app = chance(0.12);
-	$s->('stmt', 'SET LOCAL ROLE app') if $as_app;
 	$s->('stmt', "SET LOCAL statement_timeout = '" . (20 + int(rand(400))) . "ms'") if chance(0.08);
 	$s->('stmt', "SET LOCAL claims_cell.finish_leases_in = 'worker'") if !$as_app && chance(0.2);
+	# set_constraints is the superuser's: called before the role changes
 	$s->('stmt', "SELECT claims_cell.set_constraints('" . pick('IMMEDIATE', 'DEFERRED') . "')") if chance(0.2);
+	$s->('stmt', 'SET LOCAL ROLE app') if $as_app;
 	if ($prepare && chance(0.5))
 	{
 		# only unclaimed columns change: the prepare may succeed
