@@ -289,7 +289,7 @@ sub run_client
 		}
 		$fig{transactions}++;
 		$fig{kinds}{ $tx->{kind} }++;
-		my ($aborted, $outcome) = (0, undef);
+		my ($aborted, $open, $outcome) = (0, 0, undef);
 		for my $step (@{ $tx->{steps} })
 		{
 			my $op = $step->{op};
@@ -305,6 +305,9 @@ sub run_client
 			}
 			my $st = $res->{sqlstate};
 			$fig{states}{$st}++ if $st ne '00000';
+			$open = 1 if $op eq 'begin' && $st eq '00000';
+			# COMMIT, ROLLBACK and PREPARE end the transaction, failing or not
+			$open = 0 if $op =~ /^(commit|rollback|prepare)$/;
 			if ($op eq 'commit' || ($op eq 'stmt' && $tx->{kind} =~ /^(autocommit|do)$/))
 			{
 				$outcome = $aborted ? 'failed' : $st eq '00000' ? 'committed' : 'failed';
@@ -337,7 +340,7 @@ sub run_client
 		{
 			$session->close;
 		}
-		elsif ($outcome eq 'failed' && $tx->{kind} !~ /^(autocommit|do)$/)
+		elsif ($open)
 		{
 			# whatever failed, leave no transaction open
 			$session->query('ROLLBACK');
