@@ -41,7 +41,7 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 # The project's own commands (make run, test, deb, bench, stop) install
 # what they need first, PostgreSQL's development files included.
-SCRIPT_GOALS = run stop test deb bench grpc install-grpc clean-grpc
+SCRIPT_GOALS = run stop test fuzz deb bench grpc install-grpc clean-grpc
 ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
 else ifneq ($(filter-out $(SCRIPT_GOALS),$(or $(MAKECMDGOALS),all)),)
@@ -85,7 +85,7 @@ clean-grpc:
 META.json: META.json.in claims.control cell/claims_cell.control scripts/meta_json.sh
 	scripts/meta_json.sh
 
-.PHONY: test run stop bench deb
+.PHONY: test fuzz run stop bench deb
 # make test: PostgreSQL 15, this machine's. make test PG=17: PostgreSQL 17 in
 # a Debian 13 root (scripts/test_pg17.sh). make test PG=15-cassert: the cell
 # suites and the store's churn tests on PostgreSQL 15 built with assertions
@@ -106,6 +106,13 @@ else ifeq ($(filter-out 15,$(PG)),)
 else
 	@echo "make test: PG=$(PG) is not supported (15, the default, 15-cassert or 17)"; echo "0 passed, 1 failed"; exit 1
 endif
+# make fuzz SECONDS=N: the cell's randomized invariant test
+# (cell/test/t/066_random_invariants.pl) alone for N seconds (default 600),
+# as make test runs it (PostgreSQL 15); CLAIMS_SEED=S replays a seed.
+SECONDS ?= 600
+fuzz:
+	CLAIMS_SUITES=cell-tap CLAIMS_CELL_TAP_FILES=066_random_invariants CLAIMS_FUZZ_SECONDS=$(SECONDS) \
+	  CLAIMS_SUITE_TIMEOUT=$$(( $(SECONDS) + 900 )) $(WITH_LOAD) scripts/test.sh
 # make deb: postgresql-15-claims in build/deb/; make deb PG=17:
 # postgresql-17-claims, built in the Debian 13 root of make test PG=17.
 deb:

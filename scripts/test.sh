@@ -36,7 +36,9 @@
 # variable) is skipped with a note. CLAIMS_SUITES, a list
 # of suite names (regress isolation tap pgtap cell-regress cell-tap
 # monitoring ha cell-orm grpc package), runs only those (default: all); CLAIMS_TAP_FILES, a shell
-# pattern, runs only the store's TAP files test/t/PATTERN.pl (default *).
+# pattern, runs only the store's TAP files test/t/PATTERN.pl (default *),
+# CLAIMS_CELL_TAP_FILES the cell's cell/test/t/PATTERN.pl (default *; `make
+# fuzz` runs 066_random_invariants alone).
 # `make test PG=15-cassert` (scripts/test_cassert.sh) uses both.
 # After the suites, every "TRAP:" (a failed assertion of a server built
 # with --enable-cassert) and every memory-context check warning in the
@@ -367,9 +369,10 @@ run_cell_regress() {
     makefile_suite "cell regress" "$REPO/cell" REGRESS cell_regress "$REPO/cell" pg_regress test
 }
 
-# Suite (f): prove over cell/test/t/*.pl, a store node and a cell node each.
+# Suite (f): prove over cell/test/t/*.pl, or those CLAIMS_CELL_TAP_FILES
+# matches, a store node and a cell node each.
 run_cell_tap() {
-    prove_suite "cell tap" "$REPO/cell" cell_tap 65032
+    prove_suite "cell tap" "$REPO/cell" cell_tap 65032 "" "${CLAIMS_CELL_TAP_FILES:-*}"
 }
 
 # One promtool run as one result: monitoring_check LABEL promtool-args...
@@ -671,6 +674,7 @@ main_root() {
     runuser -u "$RUN_USER" -- env TMPDIR="$WORK/tmp" PG_CONFIG="$PG_CONFIG" \
         CLAIMS_TEST_SUMMARY_FILE="$summary" CLAIMS_SUITE_TIMEOUT="$SUITE_TIMEOUT" \
         CLAIMS_SUITES="${CLAIMS_SUITES:-}" CLAIMS_TAP_FILES="${CLAIMS_TAP_FILES:-*}" \
+        CLAIMS_CELL_TAP_FILES="${CLAIMS_CELL_TAP_FILES:-*}" \
         bash "$WORK/repo/scripts/test.sh"
     rc=$?
     cd / || true

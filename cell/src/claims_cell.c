@@ -154,6 +154,7 @@ _PG_init(void)
 
 	RegisterXactCallback(cell_xact_callback, NULL);
 	RegisterSubXactCallback(cell_subxact_callback, NULL);
+	cell_truncate_hook_init();
 	cell_conn_init();
 
 	if (!process_shared_preload_libraries_in_progress)

@@ -190,6 +190,7 @@ extern bool cell_lease_live(const struct CellLease *lease);
 extern Oid	cell_extension_owner(void);
 extern void cell_claim_statement(void);
 extern void cell_claim_truncate(Oid relid);
+extern void cell_truncate_hook_init(void);
 
 /* fdw.c */
 extern Oid	cell_server_oid(const char *server_name, bool missing_ok);

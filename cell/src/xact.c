@@ -40,6 +40,8 @@
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -1318,14 +1320,25 @@ cell_claim_statement(void)
 	}
 }
 
+/* TRUNCATE statements running (nested in triggers or functions), per cell_truncate_utility. */
+static int	cell_truncate_depth = 0;
+static ProcessUtility_hook_type cell_prev_process_utility = NULL;
+
 /*
- * The same for the releases a BEFORE TRUNCATE trigger collected: the rows
- * of the table it empties hold no value any more, though they are still
- * there to read.
+ * The same for the releases a BEFORE TRUNCATE trigger collected. A TRUNCATE
+ * that passed through cell_truncate_utility is claimed there, once the
+ * statement has emptied all its tables: one TRUNCATE empties several (a
+ * list, a partitioned table's partitions, CASCADE), all their BEFORE
+ * TRUNCATE triggers fire before any is emptied, and a row of one must not
+ * keep claimed a value a row of another released. Otherwise (the library
+ * was loaded by this statement) at once: the rows of the table it empties
+ * hold no value any more, though they are still there to read.
  */
 void
 cell_claim_truncate(Oid relid)
 {
+	if (cell_truncate_depth > 0)
+		return;
 	cell_truncating = relid;
 	PG_TRY();
 	{
@@ -1336,6 +1349,49 @@ cell_claim_truncate(Oid relid)
 		cell_truncating = InvalidOid;
 	}
 	PG_END_TRY();
+}
+
+/*
+ * ProcessUtility hook: the releases the BEFORE TRUNCATE triggers of a
+ * TRUNCATE collected are claimed at the end of the statement, when every
+ * table it names (and their partitions, children and, with CASCADE, the
+ * tables referencing them) is empty, so that no row of them counts as one
+ * still holding a released value.
+ */
+static void
+cell_truncate_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					  ProcessUtilityContext context, ParamListInfo params,
+					  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		truncate = IsA(pstmt->utilityStmt, TruncateStmt);
+
+	if (truncate)
+		cell_truncate_depth++;
+	PG_TRY();
+	{
+		if (cell_prev_process_utility)
+			cell_prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
+									  queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+									queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (truncate)
+			cell_truncate_depth--;
+	}
+	PG_END_TRY();
+	if (truncate)
+		cell_claim_statement();
+}
+
+/* Install cell_truncate_utility (_PG_init). */
+void
+cell_truncate_hook_init(void)
+{
+	cell_prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = cell_truncate_utility;
 }
 
 /*
