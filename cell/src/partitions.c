@@ -255,6 +255,29 @@ cell_grant_collect(Relation rel, Oid collect)
 							  quote_identifier(GetUserNameFromId(owner, false))));
 }
 
+/* Whether a partition below a partitioned table has claimed columns of its own. */
+static bool
+cell_partition_claimed(Oid relid, Oid collect)
+{
+	List	   *members = find_all_inheritors(relid, NoLock, NULL);
+	ListCell   *lc;
+	bool		claimed = false;
+
+	foreach(lc, members)
+	{
+		Relation	rel;
+
+		if (lfirst_oid(lc) == relid || claimed)
+			continue;
+		rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+			claimed |= rel->trigdesc->triggers[i].tgfoid == collect;
+		relation_close(rel, AccessShareLock);
+	}
+	list_free(members);
+	return claimed;
+}
+
 /*
  * Give a table the statement and TRUNCATE triggers its claimed columns
  * need, or take them away when it has none any more (a partition
@@ -270,6 +293,7 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 	Relation	rel = try_relation_open(relid, AccessShareLock);
 	char	   *qualified;
 	bool		claimed = false;
+	bool		claimed_below;
 	List	   *columns = NIL;
 	List	   *declared = NIL;	/* the declared table of each of columns */
 
@@ -310,7 +334,10 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 										   RelationGetRelationName(rel));
 	if (claimed && rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		cell_grant_collect(rel, collect);
-	if (claimed && with_mode && !cell_has_trigger(rel, "claims_cell_statement"))
+	/* a statement naming an unclaimed parent ends there: claim a partition's changes then */
+	claimed_below = !claimed && rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE &&
+		cell_partition_claimed(relid, collect);
+	if ((claimed || claimed_below) && with_mode && !cell_has_trigger(rel, "claims_cell_statement"))
 		cell_spi_utility(psprintf("CREATE TRIGGER claims_cell_statement AFTER INSERT OR UPDATE OR DELETE ON %s"
 								  " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.claim_statement()",
 								  qualified));
@@ -318,13 +345,11 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 		cell_spi_utility(psprintf("CREATE TRIGGER claims_cell_truncate BEFORE TRUNCATE ON %s"
 								  " FOR EACH STATEMENT EXECUTE FUNCTION claims_cell.%s()",
 								  qualified, with_mode ? "collect_truncate" : "refuse_truncate"));
-	if (!claimed &&
-		(cell_has_trigger(rel, "claims_cell_statement") || cell_has_trigger(rel, "claims_cell_truncate")))
-	{
-		/* a detached partition: as unclaim_column leaves a table */
-		cell_spi_utility(psprintf("DROP TRIGGER IF EXISTS claims_cell_statement ON %s", qualified));
-		cell_spi_utility(psprintf("DROP TRIGGER IF EXISTS claims_cell_truncate ON %s", qualified));
-	}
+	/* a detached partition, or a parent with no claimed partition left: as unclaim_column leaves a table */
+	if (!claimed && !claimed_below && cell_has_trigger(rel, "claims_cell_statement"))
+		cell_spi_utility(psprintf("DROP TRIGGER claims_cell_statement ON %s", qualified));
+	if (!claimed && cell_has_trigger(rel, "claims_cell_truncate"))
+		cell_spi_utility(psprintf("DROP TRIGGER claims_cell_truncate ON %s", qualified));
 	relation_close(rel, AccessShareLock);
 }
 
@@ -365,13 +390,15 @@ cell_check_free_in_partitions(Oid relid, const char *column, Oid collect)
 	list_free(members);
 }
 
-/* Sync the triggers of a table and of every partition below it. */
+/* Sync the triggers of a table, of every partition below it and of its parents. */
 void
 cell_sync_tree_triggers(Oid relid, Oid collect)
 {
 	List	   *members = find_all_inheritors(relid, NoLock, NULL);
 	ListCell   *lc;
 
+	if (get_rel_relispartition(relid))
+		members = list_concat(members, get_partition_ancestors(relid));
 	foreach(lc, members)
 		cell_sync_table_triggers(lfirst_oid(lc), collect);
 	list_free(members);
