@@ -274,6 +274,8 @@ extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);
 extern const char *claims_bucket_type_subject(int32 bucket_type);
 
+/* reworded.c */
+extern void claims_reworded_init(void);
 
 /* cells.c: a cell as CellInfo */
 extern void claims_json_cell_info(ClaimsJson *js, int64 cell_id);
