@@ -1,7 +1,7 @@
 /*
  * library_local.h
  *	  Functions that both extensions' libraries build from the same source
- *	  in common/ (uuid7.c, bgw_database.c, malloc_thresholds.c) are local
+ *	  in common/ (uuid7.c, bgw_database.c, malloc_thresholds.c, refusal.c) are local
  *	  to each library: PostgreSQL 15 loads libraries with RTLD_GLOBAL, and a
  *	  backend that loaded both must call each library's own copy.
  */

@@ -103,3 +103,9 @@ SELECT claims_commit(401, :'l401');
 SELECT claims_begin_update(req(403, jsonb_build_array(rec('USERNAMES', 'theirs-new'), rec('USERNAMES', 'leaving')))) ->> 'cell_id' AS cell;
 SELECT expect_error(format('SELECT claims_begin_update(%L)', req(403, jsonb_build_array(rec('USERNAMES', 'temp')))));
 SELECT v AS value, status('USERNAMES', v) FROM unnest(ARRAY['perm', 'temp', 'leaving', 'theirs', 'theirs2', 'theirs-new', 'none']) AS v;
+
+-- The DETAIL's line for machines (common/refusal.h) escapes "%", ";" and
+-- control characters, so it stays one line whatever the values hold.
+SELECT claims_begin_update(req(401, jsonb_build_array(rec('USERNAMES', E'odd;50%\nline')))) ->> 'lease_uuid' AS lodd \gset
+SELECT claims_commit(401, :'lodd');
+SELECT expect_error(format('SELECT claims_begin_update(%L)', req(403, jsonb_build_array(rec('USERNAMES', 'perm'), rec('USERNAMES', E'odd;50%\nline')))));

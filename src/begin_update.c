@@ -30,23 +30,26 @@ typedef struct ClaimsBatchOp
 	pg_uuid_t	uuid;			/* uuid a newly inserted row gets */
 } ClaimsBatchOp;
 
-/* Why a row could not be taken, most fundamental first. */
-typedef enum ClaimsFailure
-{
-	CLAIMS_OK = 0,
-	CLAIMS_NOT_FOUND,
-	CLAIMS_NOT_OWNER,
-	CLAIMS_PERMANENT,
-	CLAIMS_TEMPORARY
-} ClaimsFailure;
+/*
+ * Why a row could not be taken: the contract's kinds (refusal.h), most
+ * fundamental first. The human words of the DETAIL are the store's own.
+ */
+#define CLAIMS_OK CLAIMS_REFUSAL_NONE
+#define CLAIMS_NOT_FOUND CLAIMS_REFUSAL_NOT_CLAIMED
+#define CLAIMS_NOT_OWNER CLAIMS_REFUSAL_OTHER_CELL
+#define CLAIMS_PERMANENT CLAIMS_REFUSAL_TAKEN
+#define CLAIMS_TEMPORARY CLAIMS_REFUSAL_LEASED
 
-static const char *const failure_words[] = {
-	"", "not claimed", "owned by another cell", "permanent", "temporary"
+static const char *const failure_words[CLAIMS_REFUSAL_NKINDS] = {
+	[CLAIMS_NOT_FOUND] = "not claimed",
+	[CLAIMS_NOT_OWNER] = "owned by another cell",
+	[CLAIMS_PERMANENT] = "permanent",
+	[CLAIMS_TEMPORARY] = "temporary",
 };
 
 typedef struct ClaimsFailed
 {
-	ClaimsFailure kind;
+	ClaimsRefusalKind kind;
 	ClaimsMetadata *m;
 } ClaimsFailed;
 
@@ -180,7 +183,8 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 	Datum		args[2];
 	ClaimsFailed *failed = palloc(sizeof(ClaimsFailed) * nops);
 	int			nfailed = 0;
-	ClaimsFailure worst = CLAIMS_TEMPORARY;
+	ClaimsRefusalKind worst = CLAIMS_TEMPORARY;
+	StringInfoData line;
 	StringInfoData detail;
 	char	   *first = NULL;
 	int			ret;
@@ -208,7 +212,7 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 		Datum		row_lease = SPI_getbinval(tup, desc, 3, &no_lease);
 		bool		ours = !no_lease &&
 			memcmp(DatumGetUUIDP(row_lease)->data, lease_uuid->data, UUID_LEN) == 0;
-		ClaimsFailure kind = CLAIMS_OK;
+		ClaimsRefusalKind kind = CLAIMS_OK;
 
 		if (ops[i].op == CLAIMS_OP_CREATE)
 		{
@@ -249,11 +253,18 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 	qsort(failed, nfailed, sizeof(ClaimsFailed), claims_failed_cmp);
 	initStringInfo(&detail);
 	appendStringInfoString(&detail, "Values at fault: ");
+	/* the same values with their kinds for machines (refusal.h) */
+	initStringInfo(&line);
+	claims_refusal_line_start(&line);
 	for (int i = 0; i < nfailed; i++)
 	{
 		char	   *label = claims_bucket_label(failed[i].m->bucket_type,
 												failed[i].m->bucket_value,
 												failed[i].m->bucket_value_len);
+
+		claims_refusal_line_add(&line, failed[i].kind,
+								claims_bucket_type_subject(failed[i].m->bucket_type),
+								failed[i].m->bucket_value, failed[i].m->bucket_value_len);
 
 		if (first == NULL && failed[i].kind == worst)
 			first = label;
@@ -266,34 +277,37 @@ claims_report_failures(ClaimsBeginRequest *req, ClaimsBatchOp *ops, int nops,
 						 failure_words[failed[i].kind]);
 	}
 	appendStringInfoChar(&detail, '.');
+#ifndef CLAIMS_LEGACY_REFUSALS
+	appendBinaryStringInfo(&detail, line.data, line.len);
+#endif
 
 	switch (worst)
 	{
 		case CLAIMS_NOT_FOUND:
 			claims_stats_count_cell(CLAIMS_STAT_NOT_FOUND, req->cell_id);
 			ereport(ERROR,
-					(errcode(ERRCODE_NO_DATA_FOUND),
+					(errcode(CLAIMS_ERRCODE(CLAIMS_SQLSTATE_NOT_FOUND)),
 					 errmsg("cannot destroy %s: the value is not claimed", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		case CLAIMS_NOT_OWNER:
 			claims_stats_count_cell(CLAIMS_STAT_OWNERSHIP, req->cell_id);
 			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					(errcode(CLAIMS_ERRCODE(CLAIMS_SQLSTATE_NOT_PERMITTED)),
 					 errmsg("cannot destroy %s: the value belongs to another cell", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		case CLAIMS_PERMANENT:
 			claims_stats_count_cell(CLAIMS_STAT_CONFLICTS_PERMANENT, req->cell_id);
 			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					(errcode(CLAIMS_ERRCODE(CLAIMS_SQLSTATE_TAKEN)),
 					 errmsg("%s is already claimed", first),
 					 errdetail_internal("%s", detail.data)));
 			break;
 		default:
 			claims_stats_count_cell(CLAIMS_STAT_CONFLICTS_TEMPORARY, req->cell_id);
 			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					(errcode(CLAIMS_ERRCODE(CLAIMS_SQLSTATE_LEASED)),
 					 errmsg("%s is under another lease", first),
 					 errdetail_internal("%s", detail.data),
 					 errhint("The lease holding it is still outstanding; try again later.")));

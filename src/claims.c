@@ -69,6 +69,7 @@ _PG_init(void)
 
 	claims_cache_init();
 	claims_plans_init();
+	claims_reworded_init();
 }
 
 /*

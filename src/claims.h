@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "library_local.h"
+#include "refusal.h"
 #include "uuid7.h"
 
 #include "executor/spi.h"
@@ -271,6 +272,10 @@ extern int64 claims_json_record(ClaimsJson *js, HeapTuple tuple, TupleDesc desc,
 extern char *claims_base64_encode(const char *data, int len, int *outlen);
 extern char *claims_uuid_string(const pg_uuid_t *u);
 extern char *claims_bucket_label(int32 bucket_type, const char *value, int len);
+extern const char *claims_bucket_type_subject(int32 bucket_type);
+
+/* reworded.c */
+extern void claims_reworded_init(void);
 
 /* cells.c: a cell as CellInfo */
 extern void claims_json_cell_info(ClaimsJson *js, int64 cell_id);

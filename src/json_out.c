@@ -378,11 +378,18 @@ claims_json_finish(ClaimsJson *js)
 char *
 claims_bucket_label(int32 bucket_type, const char *value, int len)
 {
+	return claims_label(claims_bucket_type_subject(bucket_type), value, len);
+}
+
+/* A bucket type as labels name it: its name, or its number when it has none. */
+const char *
+claims_bucket_type_subject(int32 bucket_type)
+{
 	const ClaimsTypeEntry *e = claims_type_by_id(CLAIMS_BUCKET_TYPES, bucket_type);
 
 	if (e)
-		return psprintf("{%s=%.*s}", e->name, len, value);
-	return psprintf("{%d=%.*s}", bucket_type, len, value);
+		return e->name;
+	return psprintf("%d", bucket_type);
 }
 
 /* A member holding an enum; proto3 leaves out 0 (UNSPECIFIED), the default. */

@@ -41,6 +41,7 @@
  *-------------------------------------------------------------------------
  */
 #include "claims_cell.h"
+#include "refusal.h"
 
 #include "access/xlog.h"
 #include "bgw_database.h"
@@ -740,10 +741,10 @@ cell_cycle_drain(CellQueueEntry *batch, int n, int64 cell_id)
 			if (r.status == CELL_CALL_OK)
 				cell_stats_count(commit ? CELL_STAT_COMMITS : CELL_STAT_ROLLBACKS);
 			settled = r.status == CELL_CALL_OK ||
-				(e->action == 'r' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, "P0002") == 0);
+				(e->action == 'r' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, CLAIMS_SQLSTATE_NOT_FOUND) == 0);
 			store_down = r.status != CELL_CALL_OK && r.status != CELL_CALL_REMOTE_ERROR;
 			retry = store_down ||
-				(e->action == 'R' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, "P0002") == 0);
+				(e->action == 'R' && r.status == CELL_CALL_REMOTE_ERROR && strcmp(r.sqlstate, CLAIMS_SQLSTATE_NOT_FOUND) == 0);
 			/* a retry is said once; a final refusal always */
 			if (!settled && (e->tries == 0 || !retry))
 				ereport(retry ? LOG : WARNING,

@@ -31,12 +31,12 @@
  *-------------------------------------------------------------------------
  */
 #include "claims_cell.h"
+#include "store_client.h"
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
-#include "common/base64.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -45,7 +45,6 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -58,15 +57,6 @@ typedef struct CellRowChanges
 	CellChange *last;
 	int			last_pos;		/* position of last in the transaction's changes */
 } CellRowChanges;
-
-/* One claimed value after folding the transaction's changes. */
-typedef struct CellNet
-{
-	char	   *key;			/* "TYPE=value" */
-	bool		existed;		/* some row's first change destroyed it */
-	CellChange *last;			/* the final holder's create, else the last change */
-	List	   *rows;			/* CellRowChanges while folding */
-} CellNet;
 
 /* Values folded under one hash (collisions chain). */
 typedef struct CellFoldEntry
@@ -233,13 +223,6 @@ Oid
 cell_extension_owner(void)
 {
 	return cell_owner(false);
-}
-
-/* "{TYPE=value}", the store's label of a value. */
-static char *
-cell_label(const CellChange *c)
-{
-	return psprintf("{%s=%s}", c->bucket_type, c->value);
 }
 
 /* Whether two changes are of the same row of the same column. */
@@ -567,121 +550,6 @@ cell_keep_held_values(List *nets)
 	PopActiveSnapshot();
 }
 
-/* Append a JSON string. */
-static void
-cell_json_str(StringInfo buf, const char *s)
-{
-	escape_json(buf, s);
-}
-
-/* Append {"bucket": {"type": ..., "value": ...}} fields of a change. */
-static void
-cell_json_bucket(StringInfo buf, const CellChange *c)
-{
-	appendStringInfoString(buf, "{\"bucket\": {\"type\": ");
-	cell_json_str(buf, c->bucket_type);
-	appendStringInfoString(buf, ", \"value\": ");
-	cell_json_str(buf, c->value);
-	appendStringInfoChar(buf, '}');
-}
-
-/* The claims_begin_update request of one lease's values; counts them. */
-static char *
-cell_request(List *nets, int64 cell_id, const char *lease, int *ncreates, int *ndestroys)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-	bool		first;
-
-	*ncreates = *ndestroys = 0;
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"cell_id\": %lld, \"lease_uuid\": \"%s\", \"create_records\": [",
-					 (long long) cell_id, lease);
-	first = true;
-	foreach(lc, nets)
-	{
-		CellNet    *n = lfirst(lc);
-		CellChange *c = n->last;
-		int			enclen;
-		char	   *enc;
-
-		if (!c->create)
-			continue;
-		if (!first)
-			appendStringInfoString(&buf, ", ");
-		first = false;
-		(*ncreates)++;
-		cell_json_bucket(&buf, c);
-		appendStringInfoString(&buf, ", \"subject\": {\"type\": ");
-		cell_json_str(&buf, c->subject_type);
-		appendStringInfo(&buf, ", \"id\": \"%lld\"}, \"source\": {\"type\": ",
-						 (long long) c->subject_id);
-		cell_json_str(&buf, c->source_type);
-		enclen = pg_b64_enc_len(c->source_len);
-		enc = palloc(enclen + 1);
-		enclen = pg_b64_encode(c->source_id, c->source_len, enc, enclen);
-		enc[Max(enclen, 0)] = '\0';
-		appendStringInfo(&buf, ", \"rails_primary_key_id\": \"%s\"}}", enc);
-	}
-	appendStringInfoString(&buf, "], \"destroy_records\": [");
-	first = true;
-	foreach(lc, nets)
-	{
-		CellNet    *n = lfirst(lc);
-
-		if (!n->existed)
-			continue;
-		if (!first)
-			appendStringInfoString(&buf, ", ");
-		first = false;
-		(*ndestroys)++;
-		cell_json_bucket(&buf, n->last);
-		appendStringInfoChar(&buf, '}');
-	}
-	appendStringInfoString(&buf, "]}");
-	return buf.data;
-}
-
-/* Records a folded value adds to a request: its create and its destroy. */
-static int
-cell_net_records(const CellNet *n)
-{
-	return (n->last->create ? 1 : 0) + (n->existed ? 1 : 0);
-}
-
-/*
- * Split the folded values into leases of at most limit records each, in
- * order; both halves of a replace stay in one lease. A list of lists.
- */
-static List *
-cell_split(List *nets, int limit)
-{
-	List	   *chunks = NIL;
-	List	   *chunk = NIL;
-	int			size = 0;
-	ListCell   *lc;
-
-	foreach(lc, nets)
-	{
-		CellNet    *n = lfirst(lc);
-		int			k = cell_net_records(n);
-
-		if (k == 0)
-			continue;
-		if (chunk != NIL && size + k > limit)
-		{
-			chunks = lappend(chunks, chunk);
-			chunk = NIL;
-			size = 0;
-		}
-		chunk = lappend(chunk, n);
-		size += k;
-	}
-	if (chunk != NIL)
-		chunks = lappend(chunks, chunk);
-	return chunks;
-}
-
 /* A new lease of this transaction with a fresh time-ordered uuid. */
 static CellLease *
 cell_new_lease(pg_uuid_t *uuid)
@@ -701,90 +569,6 @@ cell_new_lease(pg_uuid_t *uuid)
 	cell_leases = lappend(cell_leases, l);
 	MemoryContextSwitchTo(old);
 	return l;
-}
-
-/* The change behind the store's label of a value, or NULL. */
-static CellChange *
-cell_find_label(List *nets, const char *label)
-{
-	ListCell   *lc;
-
-	foreach(lc, nets)
-	{
-		CellNet    *n = lfirst(lc);
-
-		if (strcmp(cell_label(n->last), label) == 0)
-			return n->last;
-	}
-	return NULL;
-}
-
-/*
- * Raise the local error for a begin_update the store refused: a conflict
- * names the table, column and value as a unique constraint would.
- */
-static void
-cell_raise_refusal(List *nets, const CellCallResult *r, int64 cell_id)
-{
-	const char *s = r->sqlstate;
-	bool		permanent = strcmp(s, "23505") == 0;
-	bool		temporary = strcmp(s, "55P03") == 0;
-
-	if (permanent || temporary)
-	{
-		const char *suffix = permanent ? " is already claimed" : " is under another lease";
-		int			mlen = strlen(r->message);
-		int			slen = strlen(suffix);
-		CellChange *c = NULL;
-
-		cell_stats_count(permanent ? CELL_STAT_CONFLICTS_PERMANENT : CELL_STAT_CONFLICTS_TEMPORARY);
-		if (mlen > slen && strcmp(r->message + mlen - slen, suffix) == 0)
-		{
-			char	   *label = pnstrdup(r->message, mlen - slen);
-
-			c = cell_find_label(nets, label);
-		}
-		if (c != NULL)
-		{
-			char	   *table = get_rel_name(c->relid);
-			char	   *schema = get_namespace_name(get_rel_namespace(c->relid));
-
-			if (permanent)
-				ereport(ERROR,
-						(errcode(ERRCODE_UNIQUE_VIOLATION),
-						 errmsg("value \"%s\" of column \"%s\" of table \"%s\" is already claimed by another cell",
-								c->value, c->column, table),
-						 errdetail("Key (%s)=(%s) already exists in another cell: the claims store holds %s.",
-								   c->column, c->value, cell_label(c)),
-						 err_generic_string(PG_DIAG_SCHEMA_NAME, schema),
-						 err_generic_string(PG_DIAG_TABLE_NAME, table),
-						 err_generic_string(PG_DIAG_COLUMN_NAME, c->column)));
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("value \"%s\" of column \"%s\" of table \"%s\" is under another lease at the claims store",
-							c->value, c->column, table),
-					 errdetail("Key (%s)=(%s) is being claimed or released by another transaction: %s",
-							   c->column, c->value, r->detail ? r->detail : psprintf("%s.", cell_label(c))),
-					 errhint("Nothing was claimed; try again later."),
-					 err_generic_string(PG_DIAG_SCHEMA_NAME, schema),
-					 err_generic_string(PG_DIAG_TABLE_NAME, table),
-					 err_generic_string(PG_DIAG_COLUMN_NAME, c->column)));
-		}
-	}
-	cell_stats_count(CELL_STAT_REFUSALS);
-	if (strcmp(s, "54000") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("the claims store refused a lease of this transaction: %s", r->message),
-				 errdetail("claims_cell.max_batch_size is %d.", cell_max_batch_size),
-				 errhint("Set claims_cell.max_batch_size no higher than the store's claims.max_batch_size.")));
-	if (strcmp(s, "42501") == 0 && strncmp(r->message, "cannot destroy", 14) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("the claims store refused to act for cell %lld: %s",
-						(long long) cell_id, r->message),
-				 errhint("The user mapping of the claims store server must log in as the role registered for this cell (claims_register_cell at the store).")));
-	cell_raise_remote(r, "the claims store refused the claims of this transaction");
 }
 
 /*
@@ -823,25 +607,6 @@ cell_flush_done_leases(void)
 }
 
 /*
- * Whether what the store did before this call is as durable as a first
- * call's answer: a transaction of its own at the store that writes WAL (a
- * transactional logical message, which any role may emit) commits only
- * once its synchronous standbys have all the WAL written before it. Used
- * after an answer that came only after a try was given up: cancelling
- * that try at the store may have ended its wait for the standby, and a
- * repeat that finds its work done writes nothing and so waits for nothing.
- */
-static bool
-cell_store_barrier(void)
-{
-	CellCallResult r;
-
-	cell_call_finish("SELECT pg_catalog.pg_logical_emit_message(true, 'claims_cell', '')", 0,
-					 NULL, false, &r);
-	return r.status == CELL_CALL_OK;
-}
-
-/*
  * Accept the store's answer to a lease's claims_begin_update that was not
  * a refusal, or raise (ABORT then rolls back what may exist). An answer
  * that came only after a try was given up is in doubt until a barrier at
@@ -870,90 +635,6 @@ cell_lease_confirm(CellLease *lease, const CellCallResult *r)
 				 errmsg("the claims store answered with another lease than %s", lease->uuid),
 				 errdetail("Answer: %s", r->value ? r->value : "NULL")));
 	lease->taken = true;
-}
-
-/*
- * Whether the store holds a value for this cell, asked with
- * claims_get_record (inside SPI_connect); true when it cannot tell. The
- * create of the lease being superseded (superseded: its uuid, or NULL) is
- * not held: the store transaction that was refused rolls that lease back.
- */
-static bool
-cell_store_holds(const CellChange *c, int64 cell_id, const char *superseded)
-{
-	StringInfoData req;
-	CellCallResult r;
-	const char *params[1];
-	Datum		arg;
-	Oid			argtype = TEXTOID;
-	bool		isnull;
-	Datum		owner;
-
-	initStringInfo(&req);
-	appendStringInfoString(&req, "{\"bucket\": {\"type\": ");
-	escape_json(&req, c->bucket_type);
-	appendStringInfoString(&req, ", \"value\": ");
-	escape_json(&req, c->value);
-	appendStringInfoString(&req, "}}");
-	params[0] = req.data;
-	cell_call("SELECT %s.claims_get_record($1::jsonb)", 1, params, true, &r);
-	if (r.status != CELL_CALL_OK)
-		return true;
-	if (r.value == NULL)
-		return false;			/* nobody claims it */
-	arg = CStringGetTextDatum(r.value);
-	if (SPI_execute_with_args("SELECT CAST(CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'cell_id' AS pg_catalog.int8),"
-							  " CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'lease_uuid',"
-							  " CAST($1 AS pg_catalog.jsonb) OPERATOR(pg_catalog.->) 'record' OPERATOR(pg_catalog.->>) 'status'",
-							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		return true;
-	owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (!isnull && superseded != NULL)
-	{
-		char	   *lu = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		char	   *st = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-
-		if (lu != NULL && st != NULL && strcmp(lu, superseded) == 0 &&
-			strcmp(st, "LEASE_CREATING") == 0)
-			return false;
-	}
-	return isnull || DatumGetInt64(owner) == cell_id;
-}
-
-/*
- * After a refusal to destroy (P0002: not claimed; 42501: another cell's):
- * drop from nets the destroys of values the store does not hold for this
- * cell, each confirmed with claims_get_record, with a WARNING and a count
- * each; a replace of such a value becomes a create. A row going away must
- * not fail on a claim that never was this cell's (a row written with the
- * triggers off, or restored); verify() reports the rest. Only the values
- * the refusal's detail names are asked about; superseded as for
- * cell_store_holds. Returns whether anything was dropped.
- */
-static bool
-cell_drop_unclaimed(List **nets, const char *detail, int64 cell_id, const char *superseded)
-{
-	bool		dropped = false;
-	ListCell   *lc;
-
-	foreach(lc, *nets)
-	{
-		CellNet    *n = lfirst(lc);
-
-		if (!n->existed || strstr(detail, cell_label(n->last)) == NULL ||
-			cell_store_holds(n->last, cell_id, superseded))
-			continue;
-		ereport(WARNING,
-				(errmsg("claims_cell: value \"%s\" of column \"%s\" of table \"%s\" was not claimed at the claims store",
-						n->last->value, n->last->column, get_rel_name(n->last->relid)),
-				 errdetail("The row released a value the store does not hold for this cell; claims_cell.verify() reports such drift.")));
-		cell_stats_count(CELL_STAT_UNCLAIMED_DESTROYS);
-		n->existed = false;
-		if (!n->last->create)
-			*nets = foreach_delete_current(*nets, lc);
-		dropped = true;
-	}
-	return dropped;
 }
 
 /*
@@ -987,10 +668,7 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 			/* a refusal leaves no lease, unless an abandoned first try still runs */
 			lease->sent = lease->in_doubt = r.abandoned;
 			/* that try asked the same and is refused alike, or rolled back as in doubt */
-			if (r.detail != NULL &&
-				(strcmp(r.sqlstate, "P0002") == 0 ||
-				 (strcmp(r.sqlstate, "42501") == 0 && strncmp(r.message, "cannot destroy", 14) == 0)) &&
-				cell_drop_unclaimed(&nets, r.detail, cell_id, NULL))
+			if (cell_drop_unclaimed(&nets, &r, cell_id, NULL))
 			{
 				if (nets == NIL)
 					return NULL;
@@ -1075,9 +753,7 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 	if (r->status == CELL_CALL_REMOTE_ERROR)
 	{
 		lease->sent = lease->in_doubt = r->abandoned;
-		cell_stats_count(strcmp(r->sqlstate, "23505") == 0 ? CELL_STAT_CONFLICTS_PERMANENT :
-						 strcmp(r->sqlstate, "55P03") == 0 ? CELL_STAT_CONFLICTS_TEMPORARY :
-						 CELL_STAT_REFUSALS);
+		cell_count_refusal(r);
 		return false;
 	}
 	cell_lease_confirm(lease, r);
@@ -1458,10 +1134,7 @@ cell_supersede_lease(CellClaimCtx *cx, CellLease *old, List *nets)
 		}
 		if (r.status == CELL_CALL_REMOTE_ERROR)
 		{
-			if (r.detail != NULL &&
-				(strcmp(r.sqlstate, "P0002") == 0 ||
-				 (strcmp(r.sqlstate, "42501") == 0 && strncmp(r.message, "cannot destroy", 14) == 0)) &&
-				cell_drop_unclaimed(&nets, r.detail, cx->cell_id, old->uuid))
+			if (cell_drop_unclaimed(&nets, &r, cx->cell_id, old->uuid))
 				continue;
 			cell_raise_refusal(nets, &r, cx->cell_id);
 		}
@@ -1661,7 +1334,7 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 			MemoryContextSwitchTo(old);
 		}
 	}
-	else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, "P0002") == 0 &&
+	else if (r.status == CELL_CALL_REMOTE_ERROR && !commit && strcmp(r.sqlstate, CLAIMS_SQLSTATE_NOT_FOUND) == 0 &&
 			 !lease->in_doubt)
 	{
 		/* the begin never reached the store: nothing to roll back */
@@ -1676,7 +1349,7 @@ cell_finish_lease(CellLease *lease, bool commit, bool hand_off)
 		 * a repeat, which the store answers as done once it is durable.
 		 */
 		bool		handed = (r.status != CELL_CALL_REMOTE_ERROR || r.connecting ||
-							  (!commit && strcmp(r.sqlstate, "P0002") == 0)) &&
+							  (!commit && strcmp(r.sqlstate, CLAIMS_SQLSTATE_NOT_FOUND) == 0)) &&
 			cell_worker_push(cell_lease, commit ? 'c' : lease->in_doubt ? 'R' : 'r');
 
 		ereport(WARNING,

@@ -25,11 +25,14 @@ our @EXPORT = qw(store_node cell_node add_cell sql_state start_session start_inj
   wait_for_retry_sql freeze_node thaw_node);
 
 # A started store node with cells registered: store_node(name, [id, name, role], ...).
-# Its databases are UTF8, so non-ASCII values compare byte for byte.
+# Its databases are UTF8, so non-ASCII values compare byte for byte. A
+# hash first (store_node(name, { install_path => dir }, ...)) passes options
+# to PostgreSQL::Test::Cluster->new: a store of a private installation.
 sub store_node
 {
 	my ($name, @cells) = @_;
-	my $store = PostgreSQL::Test::Cluster->new($name);
+	my %opts = @cells && ref $cells[0] eq 'HASH' ? %{ shift @cells } : ();
+	my $store = PostgreSQL::Test::Cluster->new($name, %opts);
 	$store->init(extra => [ '--encoding=UTF8', '--locale=C' ]);
 	$store->append_conf('postgresql.conf', "shared_preload_libraries = 'claims'\n");
 	$store->start;
