@@ -31,6 +31,27 @@
 /* Longest source id the store accepts, in bytes. */
 #define CELL_MAX_SOURCE_ID		128
 
+/*
+ * The arguments of a claimed column's claims_cell.collect() row trigger,
+ * as claim_column writes them (attribute numbers are the declared
+ * table's). Triggers made before 1.4 have no mode and are deferred.
+ */
+typedef enum CellTriggerArg
+{
+	CELL_TRIGGER_ARG_ATTNUM,	/* the claimed column */
+	CELL_TRIGGER_ARG_BUCKET_TYPE,
+	CELL_TRIGGER_ARG_SUBJECT_TYPE,
+	CELL_TRIGGER_ARG_SUBJECT_ATTNUM,
+	CELL_TRIGGER_ARG_SOURCE_TYPE,
+	CELL_TRIGGER_ARG_SOURCE_KEY,	/* "1", or "1,3": the primary key's columns */
+	CELL_TRIGGER_ARG_INTEGER_VALUED,	/* 't' or 'f' */
+	CELL_TRIGGER_ARG_MODE,		/* 1.4: 'i', 'd' or 'e' */
+	CELL_TRIGGER_NARGS_MODE		/* how many a trigger with a mode has */
+} CellTriggerArg;
+
+/* How many a trigger made before 1.4 has (deferred, no mode). */
+#define CELL_TRIGGER_NARGS CELL_TRIGGER_ARG_MODE
+
 /* GUCs (claims_cell.c) */
 extern int	cell_call_timeout_ms;
 extern int	cell_connect_timeout_ms;

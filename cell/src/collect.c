@@ -4,14 +4,15 @@
  *	  Row triggers of claimed columns: remember every change of a claimed
  *	  value in backend memory until the transaction ends.
  *
- * Trigger arguments (written by claim_column): the claimed column's
- * attribute number, bucket type, subject type, subject column's attribute
- * number, source type, the source key's attribute numbers ("1", or "1,3":
- * the primary key's columns in key order), whether the bucket type is
- * integer-valued, and (from 1.4) the mode. The numbers are the declared
- * table's; a partition's cloned trigger maps them (partitions.c), and its
- * changes are recorded for the declared table. Attribute numbers survive
- * RENAME COLUMN and RENAME TABLE; messages use the current names. INSERT
+ * Trigger arguments (written by claim_column, named by CellTriggerArg in
+ * claims_cell.h): the claimed column's attribute number, bucket type,
+ * subject type, subject column's attribute number, source type, the source
+ * key's attribute numbers ("1", or "1,3": the primary key's columns in key
+ * order), whether the bucket type is integer-valued, and (from 1.4) the
+ * mode. The numbers are the declared table's; a partition's cloned trigger
+ * maps them (partitions.c), and its changes are recorded for the declared
+ * table. Attribute numbers survive RENAME COLUMN and RENAME TABLE;
+ * messages use the current names. INSERT
  * creates the new value, DELETE destroys the old one, an UPDATE that
  * changes the value does both, an UPDATE of only the subject or the
  * source destroys and creates the same value (a replace at the store).
@@ -51,9 +52,6 @@ PG_FUNCTION_INFO_V1(claims_cell_changed_in_transaction);
 PG_FUNCTION_INFO_V1(claims_cell_claim_statement);
 PG_FUNCTION_INFO_V1(claims_cell_set_constraints);
 PG_FUNCTION_INFO_V1(claims_cell_collect_truncate);
-
-#define CELL_TRIGGER_NARGS 7		/* before 1.4: deferred */
-#define CELL_TRIGGER_NARGS_MODE 8	/* and the mode: 'i', 'd' or 'e' */
 
 /* A claims_cell.set_constraints() of the transaction. */
 typedef struct CellOverride
@@ -244,14 +242,15 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /*
  * Whether a change of a column is deferred to COMMIT now: its declaration's
- * mode (trigger argument 8; triggers made before 1.4 have none and are
- * deferred), unless the transaction's latest set_constraints() naming the
+ * mode (CELL_TRIGGER_ARG_MODE; triggers made before 1.4 have none and
+ * are deferred), unless the transaction's latest set_constraints() naming the
  * column says otherwise. Columns that are not deferrable are immediate.
  */
 static bool
 cell_column_deferred(Trigger *trigger, Oid relid, AttrNumber attnum, bool *deferrable)
 {
-	char		mode = trigger->tgnargs >= CELL_TRIGGER_NARGS_MODE ? trigger->tgargs[7][0] : 'd';
+	char		mode = trigger->tgnargs >= CELL_TRIGGER_NARGS_MODE
+		? trigger->tgargs[CELL_TRIGGER_ARG_MODE][0] : 'd';
 	bool		deferred = mode == 'd';
 	ListCell   *lc;
 
@@ -468,7 +467,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	const CellTriggerColumns *m = cell_trigger_columns(rel, trigger);
 	int			attnum = cell_attnum(rel, m->attnum);
 	char	   *value = cell_claimed_text(rel, tuple, attnum);
-	bool		integer_valued = args[6][0] == 't';
+	bool		integer_valued = args[CELL_TRIGGER_ARG_INTEGER_VALUED][0] == 't';
 	CellChange *c;
 	MemoryContext old;
 	int64		subject_id = 0;
@@ -481,7 +480,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	{
 		int			subject_attnum = cell_attnum(rel, m->subject_attnum);
 
-		cell_check_value(rel, attnum, value, integer_valued, args[1]);
+		cell_check_value(rel, attnum, value, integer_valued, args[CELL_TRIGGER_ARG_BUCKET_TYPE]);
 		if (!cell_subject_id(rel, tuple, subject_attnum, &subject_id) ||
 			subject_id == 0)
 			ereport(ERROR,
@@ -519,11 +518,11 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	c->relid = m->declared;
 	c->attnum = m->declared_attnum;
 	c->column = cell_intern(cell_attname(rel, attnum));
-	c->bucket_type = cell_intern(args[1]);
+	c->bucket_type = cell_intern(args[CELL_TRIGGER_ARG_BUCKET_TYPE]);
 	c->value = pstrdup(value);
-	c->subject_type = cell_intern(args[2]);
+	c->subject_type = cell_intern(args[CELL_TRIGGER_ARG_SUBJECT_TYPE]);
 	c->subject_id = subject_id;
-	c->source_type = cell_intern(args[4]);
+	c->source_type = cell_intern(args[CELL_TRIGGER_ARG_SOURCE_TYPE]);
 	c->source_id = palloc(source_len);
 	memcpy(c->source_id, source_id, source_len);
 	c->source_len = source_len;
@@ -699,10 +698,10 @@ cell_check_deferrable(Oid relid, const char *column)
 		Trigger    *t = &rel->trigdesc->triggers[i];
 
 		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS ||
-			(attnum != 0 && atoi(t->tgargs[0]) != attnum))
+			(attnum != 0 && atoi(t->tgargs[CELL_TRIGGER_ARG_ATTNUM]) != attnum))
 			continue;
 		claimed = true;
-		deferrable |= t->tgnargs < CELL_TRIGGER_NARGS_MODE || t->tgargs[7][0] != 'i';
+		deferrable |= t->tgnargs < CELL_TRIGGER_NARGS_MODE || t->tgargs[CELL_TRIGGER_ARG_MODE][0] != 'i';
 	}
 	if (!claimed)
 		ereport(ERROR,

@@ -411,7 +411,7 @@ cell_check_not_claimed_above(Relation rel, const char *column)
 		Trigger    *t = &rel->trigdesc->triggers[i];
 		const CellTriggerColumns *m;
 
-		if (t->tgfoid != collect || t->tgnargs < 7)
+		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
 			continue;
 		m = cell_trigger_columns(rel, t);
 		if (m->declared != RelationGetRelid(rel) &&
@@ -583,6 +583,7 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 				 8, types, values, SPI_OK_INSERT);
 
+	/* the row trigger's arguments, in CellTriggerArg order */
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW"

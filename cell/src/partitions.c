@@ -155,7 +155,7 @@ cell_trigger_columns(Relation rel, Trigger *trigger)
 	if (m != NULL)
 		return m;
 
-	cell_source_key_parse(trigger->tgargs[5], &key);
+	cell_source_key_parse(trigger->tgargs[CELL_TRIGGER_ARG_SOURCE_KEY], &key);
 	{
 		Oid			declared = cell_declared_table(RelationGetRelid(rel), trigger->tgname,
 												   trigger->tgfoid);
@@ -163,17 +163,17 @@ cell_trigger_columns(Relation rel, Trigger *trigger)
 
 		tmp.tgoid = trigger->tgoid;
 		tmp.declared = declared;
-		tmp.declared_attnum = cell_attnum_arg(trigger->tgargs[0]);
+		tmp.declared_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_ATTNUM]);
 		if (declared == RelationGetRelid(rel))
 		{
 			tmp.attnum = tmp.declared_attnum;
-			tmp.subject_attnum = cell_attnum_arg(trigger->tgargs[3]);
+			tmp.subject_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]);
 			tmp.source = key;
 		}
 		else
 		{
 			tmp.attnum = cell_map_attnum(declared, tmp.declared_attnum, rel);
-			tmp.subject_attnum = cell_map_attnum(declared, cell_attnum_arg(trigger->tgargs[3]), rel);
+			tmp.subject_attnum = cell_map_attnum(declared, cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]), rel);
 			tmp.source.n = key.n;
 			for (int i = 0; i < key.n; i++)
 				tmp.source.attnums[i] = cell_map_attnum(declared, key.attnums[i], rel);
@@ -247,7 +247,7 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 		char	   *column;
 		ListCell   *lc;
 
-		if (t->tgfoid != collect || t->tgnargs < 7)
+		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
 			continue;
 		claimed = true;
 		m = cell_trigger_columns(rel, t);
