@@ -190,7 +190,7 @@ extern bool cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_at
 							 int *source_len, int64 *subject);
 
 /*
- * columns.c: the configuration, and what identifies the database it was
+ * identity.c: the configuration, and what identifies the database it was
  * made in (NULL before the 1.4 update; read through to_jsonb so that the
  * statement also runs before it).
  */
