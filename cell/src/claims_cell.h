@@ -166,16 +166,17 @@ extern void cell_sync_table_triggers(Oid relid, Oid collect);
 extern void cell_sync_tree_triggers(Oid relid, Oid collect);
 extern List *cell_partitions_named(Node *parsetree);
 
-/* collect.c */
+/* collect.c: the transaction's change log */
 extern List *cell_pending_changes(void);
 extern List *cell_take_new_changes(void);
 extern void cell_defer_changes(Oid relid, AttrNumber attnum, bool deferred);
+extern void cell_record_create(Relation rel, Trigger *trigger, HeapTuple tuple);
 extern void cell_record_destroy(Relation rel, Trigger *trigger, HeapTuple tuple);
-extern Oid	cell_collect_oid(bool missing_ok);
+extern void cell_record_update(Relation rel, Trigger *trigger, HeapTuple oldt, HeapTuple newt);
 extern bool cell_has_pending(void);
 extern void cell_forget_changes(void);
-extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-								  SubTransactionId parentSubid, void *arg);
+extern void cell_changes_subxact(SubXactEvent event,
+								 bool (*lease_live) (const struct CellLease *lease));
 extern bool cell_value_is_blank(const char *s);
 extern bool cell_is_canonical_int64(const char *s);
 extern char *cell_claimed_text(Relation rel, HeapTuple tuple, int attnum);
@@ -203,10 +204,13 @@ extern void cell_check_identity(int64 cell_id, bool known, int64 sysid, Oid dboi
 extern void cell_check_configuration_row(void);
 extern void cell_require_identity(void);
 
+/* triggers.c */
+extern Oid	cell_collect_oid(bool missing_ok);
+
 /* xact.c */
 extern void cell_xact_callback(XactEvent event, void *arg);
-extern void cell_leases_subxact(SubXactEvent event);
-extern bool cell_lease_live(const struct CellLease *lease);
+extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								  SubTransactionId parentSubid, void *arg);
 extern Oid	cell_extension_owner(void);
 extern void cell_claim_statement(void);
 extern void cell_claim_truncate(Oid relid);

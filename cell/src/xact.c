@@ -1093,7 +1093,7 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
  * store when it rolls back (their local rows are gone with it), and handed
  * to the parent when it commits.
  */
-void
+static void
 cell_leases_subxact(SubXactEvent event)
 {
 	int			level = GetCurrentTransactionNestLevel();
@@ -1121,7 +1121,7 @@ cell_leases_subxact(SubXactEvent event)
 }
 
 /* Whether a lease still stands: not rolled back with a savepoint, not superseded. */
-bool
+static bool
 cell_lease_live(const CellLease *lease)
 {
 	return lease != NULL && !lease->gone;
@@ -1679,6 +1679,18 @@ cell_leases_all_repairs(void)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Subtransaction callback: a savepoint's leases first (rolled back at the
+ * store, or handed to the parent), then its changes.
+ */
+void
+cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	cell_leases_subxact(event);
+	cell_changes_subxact(event, cell_lease_live);
 }
 
 /* Transaction callback: the protocol's steps at the transaction's ends. */
