@@ -265,6 +265,26 @@ extern char *cell_call_listing_text(const char *server, Datum request, const cha
 extern Datum cell_call_listing(const char *server, Datum request, const char *function,
 							   const char *what);
 
+/*
+ * The positional parameters of the store statements that begin leases
+ * (xact.c): the begin statement, claims_begin_update($1), and the one that
+ * supersedes a lease, claims_rollback($1, $2) then claims_begin_update of
+ * every element of $3, in one transaction at the store.
+ */
+typedef enum CellBeginParam
+{
+	CELL_BEGIN_PARAM_REQUEST,	/* the lease's request (jsonb) */
+	CELL_BEGIN_NPARAMS
+} CellBeginParam;
+
+typedef enum CellSupersedeParam
+{
+	CELL_SUPERSEDE_PARAM_CELL_ID,	/* this cell's id */
+	CELL_SUPERSEDE_PARAM_OLD_LEASE, /* the lease rolled back */
+	CELL_SUPERSEDE_PARAM_REQUESTS,	/* the new leases' requests (a jsonb array) */
+	CELL_SUPERSEDE_NPARAMS
+} CellSupersedeParam;
+
 /* xact.c: the leases of claims_cell.verify()'s repairs */
 extern bool cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 								   char *lease_out, CellCallResult *r);
