@@ -5,6 +5,23 @@
  *	  the claims store (collect changes of claimed columns, take one lease
  *	  at COMMIT, finish it after the local commit).
  *
+ * Calls between the files go one way, down this list (none calls back):
+ *
+ *   claims_cell.c  _PG_init, GUCs -> xact, worker, connection, breaker
+ *   columns.c      declarations -> triggers, xact, identity, partitions,
+ *                  sourcekey, connection, fdw
+ *   triggers.c     trigger entry points -> xact, collect
+ *   verify.c, compare.c, reconcile.c -> xact, identity, listing,
+ *                  connection, fdw, breaker
+ *   xact.c         the lease protocol -> collect, holders, identity,
+ *                  sourcekey, worker, connection, fdw, breaker
+ *   collect.c      the change log -> partitions, sourcekey
+ *   worker.c       -> connection, fdw, breaker
+ *   connection.c   calls to the store -> breaker, fdw
+ *   holders.c, partitions.c -> sourcekey; stats.c -> breaker
+ *
+ * identity.c, listing.c, sourcekey.c, fdw.c and breaker.c call no other.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef CLAIMS_CELL_H
