@@ -67,6 +67,7 @@ _PG_init(void)
 
 	MarkGUCPrefixReserved("claims");
 
+	claims_call_init();
 	claims_cache_init();
 	claims_plans_init();
 	claims_reworded_init();

@@ -128,6 +128,8 @@ typedef enum ClaimsPlanId
 	CLAIMS_NUM_PLANS
 } ClaimsPlanId;
 
+/* call_frame.c: the frame of an API call (role, search path, SPI) */
+
 /* The role an API call is judged as, and what to restore at its end. */
 typedef struct ClaimsCall
 {
@@ -141,13 +143,18 @@ extern int	claims_call_depth;
 extern Oid	claims_caller_role;
 extern void claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call);
 extern void claims_spi_end(ClaimsCall *call);
+extern void claims_call_init(void);
+extern Oid	claims_schema_oid(void);
+
+/* spi_plans.c */
 extern void claims_plans_init(void);
 extern void claims_plans_schema_changed(void);
+extern void claims_plans_check_schema(Oid nsp);
+extern void claims_plans_xact_end(void);
 extern int	claims_execute(ClaimsPlanId id, Datum *args, const char *nulls,
 						   bool read_only, long count);
 extern int	claims_execute_snapshot(ClaimsPlanId id, Datum *args, const char *nulls,
 									Snapshot snapshot, long count);
-extern Oid	claims_schema_oid(void);
 
 /* cache.c: what the per-backend caches share */
 extern void claims_cache_init(void);

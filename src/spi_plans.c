@@ -4,12 +4,9 @@
  *	  The SQL the extension runs, prepared once per backend.
  *
  * Every statement names the extension's schema explicitly and takes values
- * only as parameters. While an API function runs, the search path is pinned
- * to pg_catalog (up to PostgreSQL 16 an override pushed on entry, popped on
- * exit; from 17 search_path set at a GUC nesting level, see
- * catalog_only_path), so neither the statements nor the C code resolve a
- * name through the caller's path, and the saved plans never see a path
- * other than the one they were planned under.
+ * only as parameters, and runs inside an API call's frame (call_frame.c),
+ * whose search path is pinned to pg_catalog: the saved plans never see a
+ * path other than the one they were planned under.
  *
  *-------------------------------------------------------------------------
  */
@@ -328,7 +325,10 @@ static const ClaimsPlanDef plan_defs[CLAIMS_NUM_PLANS] = {
 
 static SPIPlanPtr plans[CLAIMS_NUM_PLANS];
 
-/* The schema the saved plans name, by oid and by the name in their text. */
+/*
+ * The schema the saved plans name, by oid and by the name in their text:
+ * that of the API call running (claims_plans_check_schema at its start).
+ */
 static Oid	plans_schema = InvalidOid;
 static char plans_schema_name[NAMEDATALEN];
 static bool plans_schema_maybe_renamed = false;
@@ -336,101 +336,10 @@ static bool plans_schema_maybe_renamed = false;
 /* Plans dropped while a call may still run them: freed at transaction end. */
 static List *retired_plans = NIL;
 
-/* API calls running in this backend (more than one: a call made from inside another's statements). */
-int			claims_call_depth = 0;
-
-/*
- * What each running call replaced, innermost last, and the subtransaction
- * it began in: a call's end gives its values back, and so does the abort of
- * the subtransaction it began in (an error a PL/pgSQL EXCEPTION block or a
- * savepoint catches), which ends it without reaching its end. Kept out of
- * the call's stack frame, which the error unwinds.
- */
-typedef struct ClaimsCallFrame
-{
-	SubTransactionId subid;
-	Oid			saved_caller_role;
-	Oid			saved_nsp;
-} ClaimsCallFrame;
-
-static ClaimsCallFrame *call_frames = NULL;
-static int	call_frames_allocated = 0;
-
 /* True from a store statement's run until its plan is ready (see claims_get_relation_info). */
 static bool planning_store_statement = false;
 static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
 static ExecutorStart_hook_type prev_executor_start_hook = NULL;
-
-/*
- * The search path of every API call: pg_catalog, nothing else.
- *
- * Up to PostgreSQL 16 an override search path does it: no GUC work, and the
- * override leaves out the temporary schema entirely. PostgreSQL 17 removed
- * overrides; there the call sets search_path at a new GUC nesting level, as
- * a function's SET clause does, and restores it on exit (an error restores
- * it through (sub)transaction abort). The value names pg_temp last: a
- * search_path that does not mention pg_temp searches it FIRST for relations
- * and types, so "pg_catalog" alone would let a temporary type shadow a
- * catalog one; last, it can only supply names pg_catalog lacks, and every
- * relation the statements use is schema-qualified.
- */
-#if PG_VERSION_NUM < 170000
-static OverrideSearchPath catalog_only_path = {NIL, true, false, 0};
-#else
-#define CLAIMS_CALL_SEARCH_PATH "pg_catalog, pg_temp"
-#endif
-Oid			claims_caller_role = InvalidOid;
-static Oid	claims_current_nsp = InvalidOid;
-
-/*
- * Note a call's start: what it is about to replace, and where it began.
- */
-static void
-claims_call_push(void)
-{
-	if (claims_call_depth >= call_frames_allocated)
-	{
-		int			n = Max(8, call_frames_allocated * 2);
-
-		call_frames = call_frames == NULL
-			? MemoryContextAlloc(TopMemoryContext, sizeof(ClaimsCallFrame) * n)
-			: repalloc(call_frames, sizeof(ClaimsCallFrame) * n);
-		call_frames_allocated = n;
-	}
-	call_frames[claims_call_depth].subid = GetCurrentSubTransactionId();
-	call_frames[claims_call_depth].saved_caller_role = claims_caller_role;
-	call_frames[claims_call_depth].saved_nsp = claims_current_nsp;
-	claims_call_depth++;
-}
-
-/*
- * End the calls that began in subtransaction subid or later (all of them
- * for TopSubTransactionId), innermost first, giving back what each replaced.
- */
-static void
-claims_calls_unwind(SubTransactionId subid)
-{
-	while (claims_call_depth > 0 && call_frames[claims_call_depth - 1].subid >= subid)
-	{
-		claims_call_depth--;
-		claims_caller_role = call_frames[claims_call_depth].saved_caller_role;
-		claims_current_nsp = call_frames[claims_call_depth].saved_nsp;
-	}
-}
-
-/*
- * An aborted subtransaction ends the calls that began inside it: without
- * this, the caller role and schema of a call whose error was caught would
- * stay in force, and the depth would count it as running until the
- * transaction ends.
- */
-static void
-claims_plans_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-							  SubTransactionId parentSubid, void *arg)
-{
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		claims_calls_unwind(mySubid);
-}
 
 /*
  * A schema was changed somewhere (syscache callback): check at the next
@@ -462,26 +371,15 @@ claims_plans_forget(void)
 }
 
 /*
- * At the end of a transaction no API call runs any more: free the retired
- * plans and end the calls an error left behind.
+ * The end of a transaction (call_frame.c's callback): no API call runs any
+ * more, so the retired plans are freed, and no store statement is being
+ * planned.
  */
-static void
-claims_plans_xact_callback(XactEvent event, void *arg)
+void
+claims_plans_xact_end(void)
 {
 	ListCell   *lc;
 
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			break;
-		default:
-			return;
-	}
-	claims_calls_unwind(TopSubTransactionId);
 	planning_store_statement = false;
 	foreach(lc, retired_plans)
 		SPI_freeplan((SPIPlanPtr) lfirst(lc));
@@ -494,7 +392,7 @@ claims_plans_xact_callback(XactEvent event, void *arg)
  * and CREATE EXTENSION elsewhere) or a new name for the same schema (ALTER
  * SCHEMA ... RENAME: re-planning would look up the old name) drops them.
  */
-static void
+void
 claims_plans_check_schema(Oid nsp)
 {
 	if (plans_schema == nsp && !plans_schema_maybe_renamed)
@@ -515,90 +413,12 @@ claims_plans_check_schema(Oid nsp)
 }
 
 /*
- * Start an API call: note the calling role, switch to the extension's owner
- * (the owner of the called function) for the statements, pin the search
- * path to pg_catalog, connect to SPI, note the extension's schema and pin
- * the version of the registries this call reads. The functions are not
- * SECURITY DEFINER: the role judged is the one that called them, whoever it
- * is running as. The pinned path leaves out pg_temp, so no temporary object
- * of the caller can stand in for a catalog one.
- */
-void
-claims_spi_begin(FunctionCallInfo fcinfo, ClaimsCall *call)
-{
-	HeapTuple	proctup;
-	Oid			nsp;
-	Oid			owner;
-
-	claims_set_malloc_thresholds();
-	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
-	if (!HeapTupleIsValid(proctup))
-		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
-	nsp = ((Form_pg_proc) GETSTRUCT(proctup))->pronamespace;
-	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
-	ReleaseSysCache(proctup);
-
-	claims_call_push();
-	claims_caller_role = GetUserId();
-	GetUserIdAndSecContext(&call->saved_userid, &call->saved_sec_context);
-	SetUserIdAndSecContext(owner, call->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-#if PG_VERSION_NUM < 170000
-	PushOverrideSearchPath(&catalog_only_path);
-#else
-	call->guc_nest_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", CLAIMS_CALL_SEARCH_PATH, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-#endif
-
-	/* see registry, cell and schema changes committed since the last call */
-	AcceptInvalidationMessages();
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "claims: SPI_connect failed");
-
-	claims_current_nsp = nsp;
-	claims_plans_check_schema(nsp);
-	claims_registry_pin();
-}
-
-/*
- * Finish an API call: disconnect from SPI, give back the caller's search
- * path and return to the caller's role. (An error restores all of it
- * through (sub)transaction abort: PostgreSQL's own state by itself, the
- * caller role, schema and depth by claims_plans_subxact_callback.)
- */
-void
-claims_spi_end(ClaimsCall *call)
-{
-	SPI_finish();
-#if PG_VERSION_NUM < 170000
-	PopOverrideSearchPath();
-#else
-	AtEOXact_GUC(true, call->guc_nest_level);
-#endif
-	SetUserIdAndSecContext(call->saved_userid, call->saved_sec_context);
-	if (claims_call_depth > 0)
-	{
-		claims_call_depth--;
-		claims_caller_role = call_frames[claims_call_depth].saved_caller_role;
-		claims_current_nsp = call_frames[claims_call_depth].saved_nsp;
-	}
-}
-
-/* The schema the extension lives in. */
-Oid
-claims_schema_oid(void)
-{
-	return claims_current_nsp;
-}
-
-/*
  * Replace @extschema@ in a statement with the quoted schema name.
  */
 static char *
 claims_expand_schema(const char *sql)
 {
-	const char *schema = quote_identifier(get_namespace_name(claims_current_nsp));
+	const char *schema = quote_identifier(get_namespace_name(plans_schema));
 	StringInfoData buf;
 	const char *p = sql;
 	const char *hit;
@@ -669,8 +489,8 @@ claims_get_relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInf
 		prev_get_relation_info_hook(root, relid, inhparent, rel);
 	if (!planning_store_statement || rel->tuples >= CLAIMS_PLANNED_TUPLES)
 		return;
-	if (relid != get_relname_relid("claims", claims_current_nsp) &&
-		relid != get_relname_relid("claim_leases", claims_current_nsp))
+	if (relid != get_relname_relid("claims", plans_schema) &&
+		relid != get_relname_relid("claim_leases", plans_schema))
 		return;
 
 	rel->tuples = CLAIMS_PLANNED_TUPLES;
@@ -702,7 +522,7 @@ claims_executor_start(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 }
 
-/* Install the planner and executor hooks and the (sub)transaction callbacks (from _PG_init). */
+/* Install the planner and executor hooks (from _PG_init). */
 void
 claims_plans_init(void)
 {
@@ -710,8 +530,6 @@ claims_plans_init(void)
 	get_relation_info_hook = claims_get_relation_info;
 	prev_executor_start_hook = ExecutorStart_hook;
 	ExecutorStart_hook = claims_executor_start;
-	RegisterXactCallback(claims_plans_xact_callback, NULL);
-	RegisterSubXactCallback(claims_plans_subxact_callback, NULL);
 }
 
 /*

@@ -5,6 +5,23 @@
  *	  the claims store (collect changes of claimed columns, take one lease
  *	  at COMMIT, finish it after the local commit).
  *
+ * Calls between the files go one way, down this list (none calls back):
+ *
+ *   claims_cell.c  _PG_init, GUCs -> xact, worker, connection, breaker
+ *   columns.c      declarations -> triggers, xact, identity, partitions,
+ *                  sourcekey, connection, fdw
+ *   triggers.c     trigger entry points -> xact, collect
+ *   verify.c, compare.c, reconcile.c -> xact, identity, listing,
+ *                  connection, fdw, breaker
+ *   xact.c         the lease protocol -> collect, holders, identity,
+ *                  sourcekey, worker, connection, fdw, breaker
+ *   collect.c      the change log -> partitions, sourcekey
+ *   worker.c       -> connection, fdw, breaker
+ *   connection.c   calls to the store -> breaker, fdw
+ *   holders.c, partitions.c -> sourcekey; stats.c -> breaker
+ *
+ * identity.c, listing.c, sourcekey.c, fdw.c and breaker.c call no other.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef CLAIMS_CELL_H
@@ -30,6 +47,27 @@
 #define CELL_MAX_VALUE_CHARS	1024
 /* Longest source id the store accepts, in bytes. */
 #define CELL_MAX_SOURCE_ID		128
+
+/*
+ * The arguments of a claimed column's claims_cell.collect() row trigger,
+ * as claim_column writes them (attribute numbers are the declared
+ * table's). Triggers made before 1.4 have no mode and are deferred.
+ */
+typedef enum CellTriggerArg
+{
+	CELL_TRIGGER_ARG_ATTNUM,	/* the claimed column */
+	CELL_TRIGGER_ARG_BUCKET_TYPE,
+	CELL_TRIGGER_ARG_SUBJECT_TYPE,
+	CELL_TRIGGER_ARG_SUBJECT_ATTNUM,
+	CELL_TRIGGER_ARG_SOURCE_TYPE,
+	CELL_TRIGGER_ARG_SOURCE_KEY,	/* "1", or "1,3": the primary key's columns */
+	CELL_TRIGGER_ARG_INTEGER_VALUED,	/* 't' or 'f' */
+	CELL_TRIGGER_ARG_MODE,		/* 1.4: 'i', 'd' or 'e' */
+	CELL_TRIGGER_NARGS_MODE		/* how many a trigger with a mode has */
+} CellTriggerArg;
+
+/* How many a trigger made before 1.4 has (deferred, no mode). */
+#define CELL_TRIGGER_NARGS CELL_TRIGGER_ARG_MODE
 
 /* GUCs (claims_cell.c) */
 extern int	cell_call_timeout_ms;
@@ -146,16 +184,17 @@ extern void cell_check_free_in_partitions(Oid relid, const char *column, Oid col
 extern List *cell_partitions_named(Node *parsetree, List **detached);
 extern void cell_note_detached(Node *parsetree, List *named, List *detached, Oid collect);
 
-/* collect.c */
+/* collect.c: the transaction's change log */
 extern List *cell_pending_changes(void);
 extern List *cell_take_new_changes(void);
 extern void cell_defer_changes(Oid relid, AttrNumber attnum, bool deferred);
+extern void cell_record_create(Relation rel, Trigger *trigger, HeapTuple tuple);
 extern void cell_record_destroy(Relation rel, Trigger *trigger, HeapTuple tuple);
-extern Oid	cell_collect_oid(bool missing_ok);
+extern void cell_record_update(Relation rel, Trigger *trigger, HeapTuple oldt, HeapTuple newt);
 extern bool cell_has_pending(void);
 extern void cell_forget_changes(void);
-extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-								  SubTransactionId parentSubid, void *arg);
+extern void cell_changes_subxact(SubXactEvent event,
+								 bool (*lease_live) (const struct CellLease *lease));
 extern bool cell_value_is_blank(const char *s);
 extern bool cell_is_canonical_int64(const char *s);
 extern char *cell_claimed_text(Relation rel, HeapTuple tuple, int attnum);
@@ -170,7 +209,7 @@ extern bool cell_holder_find(Oid relid, AttrNumber attnum, AttrNumber subject_at
 							 int *source_len, int64 *subject);
 
 /*
- * columns.c: the configuration, and what identifies the database it was
+ * identity.c: the configuration, and what identifies the database it was
  * made in (NULL before the 1.4 update; read through to_jsonb so that the
  * statement also runs before it).
  */
@@ -183,10 +222,13 @@ extern void cell_check_identity(int64 cell_id, bool known, int64 sysid, Oid dboi
 extern void cell_check_configuration_row(void);
 extern void cell_require_identity(void);
 
+/* triggers.c */
+extern Oid	cell_collect_oid(bool missing_ok);
+
 /* xact.c */
 extern void cell_xact_callback(XactEvent event, void *arg);
-extern void cell_leases_subxact(SubXactEvent event);
-extern bool cell_lease_live(const struct CellLease *lease);
+extern void cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								  SubTransactionId parentSubid, void *arg);
 extern Oid	cell_extension_owner(void);
 extern void cell_claim_statement(void);
 extern void cell_claim_truncate(Oid relid);
@@ -241,6 +283,26 @@ extern char *cell_call_listing_text(const char *server, Datum request, const cha
 									const char *what);
 extern Datum cell_call_listing(const char *server, Datum request, const char *function,
 							   const char *what);
+
+/*
+ * The positional parameters of the store statements that begin leases
+ * (xact.c): the begin statement, claims_begin_update($1), and the one that
+ * supersedes a lease, claims_rollback($1, $2) then claims_begin_update of
+ * every element of $3, in one transaction at the store.
+ */
+typedef enum CellBeginParam
+{
+	CELL_BEGIN_PARAM_REQUEST,	/* the lease's request (jsonb) */
+	CELL_BEGIN_NPARAMS
+} CellBeginParam;
+
+typedef enum CellSupersedeParam
+{
+	CELL_SUPERSEDE_PARAM_CELL_ID,	/* this cell's id */
+	CELL_SUPERSEDE_PARAM_OLD_LEASE, /* the lease rolled back */
+	CELL_SUPERSEDE_PARAM_REQUESTS,	/* the new leases' requests (a jsonb array) */
+	CELL_SUPERSEDE_NPARAMS
+} CellSupersedeParam;
 
 /* xact.c: the leases of claims_cell.verify()'s repairs */
 extern bool cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,

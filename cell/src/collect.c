@@ -1,17 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * collect.c
- *	  Row triggers of claimed columns: remember every change of a claimed
- *	  value in backend memory until the transaction ends.
+ *	  The transaction's change log: every change of a claimed value the
+ *	  row triggers (triggers.c) record, kept in backend memory until the
+ *	  transaction ends, by value for folding (xact.c).
  *
- * Trigger arguments (written by claim_column): the claimed column's
- * attribute number, bucket type, subject type, subject column's attribute
- * number, source type, the source key's attribute numbers ("1", or "1,3":
- * the primary key's columns in key order), whether the bucket type is
- * integer-valued, and (from 1.4) the mode. The numbers are the declared
- * table's; a partition's cloned trigger maps them (partitions.c), and its
- * changes are recorded for the declared table. Attribute numbers survive
- * RENAME COLUMN and RENAME TABLE; messages use the current names. INSERT
+ * Trigger arguments (written by claim_column, named by CellTriggerArg in
+ * claims_cell.h): the claimed column's attribute number, bucket type,
+ * subject type, subject column's attribute number, source type, the source
+ * key's attribute numbers ("1", or "1,3": the primary key's columns in key
+ * order), whether the bucket type is integer-valued, and (from 1.4) the
+ * mode. The numbers are the declared table's; a partition's cloned trigger
+ * maps them (partitions.c), and its changes are recorded for the declared
+ * table. Attribute numbers survive RENAME COLUMN and RENAME TABLE;
+ * messages use the current names. INSERT
  * creates the new value, DELETE destroys the old one, an UPDATE that
  * changes the value does both, an UPDATE of only the subject or the
  * source destroys and creates the same value (a replace at the store).
@@ -45,15 +47,6 @@
 #include "utils/syscache.h"
 #include "utils/uuid.h"
 
-PG_FUNCTION_INFO_V1(claims_cell_collect);
-PG_FUNCTION_INFO_V1(claims_cell_refuse_truncate);
-PG_FUNCTION_INFO_V1(claims_cell_changed_in_transaction);
-PG_FUNCTION_INFO_V1(claims_cell_claim_statement);
-PG_FUNCTION_INFO_V1(claims_cell_set_constraints);
-PG_FUNCTION_INFO_V1(claims_cell_collect_truncate);
-
-#define CELL_TRIGGER_NARGS 7		/* before 1.4: deferred */
-#define CELL_TRIGGER_NARGS_MODE 8	/* and the mode: 'i', 'd' or 'e' */
 
 /* A claims_cell.set_constraints() of the transaction. */
 typedef struct CellOverride
@@ -154,7 +147,8 @@ cell_key_attach(CellChange *c)
 	else
 		pfree(key);
 	k->changes = lappend(k->changes, c);
-	if (c->state == CELL_CHANGE_LEASED && cell_lease_live(c->lease))
+	/* a change recorded now is NEW or DEFERRED; a rebuild unleased the rest */
+	if (c->state == CELL_CHANGE_LEASED)
 		k->lease = c->lease;
 	c->key = k;
 }
@@ -167,7 +161,7 @@ cell_key_attach(CellChange *c)
  * checks fired in a savepoint that rolls back do.
  */
 static void
-cell_rebuild_keys(void)
+cell_rebuild_keys(bool (*lease_live) (const struct CellLease *lease))
 {
 	MemoryContext old = MemoryContextSwitchTo(cell_pending_cxt);
 	ListCell   *lc;
@@ -181,7 +175,7 @@ cell_rebuild_keys(void)
 		CellChange *c = lfirst(lc);
 
 		if (c->state == CELL_CHANGE_FLUSHING ||
-			(c->state == CELL_CHANGE_LEASED && !cell_lease_live(c->lease)))
+			(c->state == CELL_CHANGE_LEASED && !lease_live(c->lease)))
 		{
 			c->state = CELL_CHANGE_DEFERRED;
 			c->lease = NULL;
@@ -194,18 +188,17 @@ cell_rebuild_keys(void)
 }
 
 /*
- * Savepoints: a subtransaction that rolls back forgets its changes, its
- * leases (rolled back at the store) and its set_constraints(); one that
- * commits hands them to its parent.
+ * Savepoints: a subtransaction that rolls back forgets its changes and its
+ * set_constraints(); one that commits hands them to its parent. Called
+ * after the leases had the event (xact.c), with lease_live saying which
+ * of them still stand.
  */
 void
-cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
+cell_changes_subxact(SubXactEvent event, bool (*lease_live) (const struct CellLease *lease))
 {
 	int			level = GetCurrentTransactionNestLevel();
 	ListCell   *lc;
 
-	cell_leases_subxact(event);
 	foreach(lc, cell_overrides)
 	{
 		CellOverride *o = lfirst(lc);
@@ -228,7 +221,7 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			if (c->level >= level)
 				cell_pending = foreach_delete_current(cell_pending, lc);
 		}
-		cell_rebuild_keys();
+		cell_rebuild_keys(lease_live);
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
@@ -244,14 +237,15 @@ cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /*
  * Whether a change of a column is deferred to COMMIT now: its declaration's
- * mode (trigger argument 8; triggers made before 1.4 have none and are
- * deferred), unless the transaction's latest set_constraints() naming the
+ * mode (CELL_TRIGGER_ARG_MODE; triggers made before 1.4 have none and
+ * are deferred), unless the transaction's latest set_constraints() naming the
  * column says otherwise. Columns that are not deferrable are immediate.
  */
 static bool
 cell_column_deferred(Trigger *trigger, Oid relid, AttrNumber attnum, bool *deferrable)
 {
-	char		mode = trigger->tgnargs >= CELL_TRIGGER_NARGS_MODE ? trigger->tgargs[7][0] : 'd';
+	char		mode = trigger->tgnargs >= CELL_TRIGGER_NARGS_MODE
+		? trigger->tgargs[CELL_TRIGGER_ARG_MODE][0] : 'd';
 	bool		deferred = mode == 'd';
 	ListCell   *lc;
 
@@ -469,7 +463,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	const CellTriggerColumns *m = &cols;
 	int			attnum;
 	char	   *value;
-	bool		integer_valued = args[6][0] == 't';
+	bool		integer_valued = args[CELL_TRIGGER_ARG_INTEGER_VALUED][0] == 't';
 	CellChange *c;
 	MemoryContext old;
 	int64		subject_id = 0;
@@ -485,7 +479,7 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	{
 		int			subject_attnum = cell_attnum(rel, m->subject_attnum);
 
-		cell_check_value(rel, attnum, value, integer_valued, args[1]);
+		cell_check_value(rel, attnum, value, integer_valued, args[CELL_TRIGGER_ARG_BUCKET_TYPE]);
 		if (!cell_subject_id(rel, tuple, subject_attnum, &subject_id) ||
 			subject_id == 0)
 			ereport(ERROR,
@@ -523,11 +517,11 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	c->relid = m->declared;
 	c->attnum = m->declared_attnum;
 	c->column = cell_intern(cell_attname(rel, attnum));
-	c->bucket_type = cell_intern(args[1]);
+	c->bucket_type = cell_intern(args[CELL_TRIGGER_ARG_BUCKET_TYPE]);
 	c->value = pstrdup(value);
-	c->subject_type = cell_intern(args[2]);
+	c->subject_type = cell_intern(args[CELL_TRIGGER_ARG_SUBJECT_TYPE]);
 	c->subject_id = subject_id;
-	c->source_type = cell_intern(args[4]);
+	c->source_type = cell_intern(args[CELL_TRIGGER_ARG_SOURCE_TYPE]);
 	c->source_id = palloc(source_len);
 	memcpy(c->source_id, source_id, source_len);
 	c->source_len = source_len;
@@ -538,7 +532,14 @@ cell_record(Relation rel, Trigger *trigger, HeapTuple tuple, bool create)
 	MemoryContextSwitchTo(old);
 }
 
-/* Remember the release of a row's value (TRUNCATE), as its DELETE would. */
+/* Remember the claim of a row's new value (INSERT). */
+void
+cell_record_create(Relation rel, Trigger *trigger, HeapTuple tuple)
+{
+	cell_record(rel, trigger, tuple, true);
+}
+
+/* Remember the release of a row's value (DELETE; TRUNCATE, as its DELETE would). */
 void
 cell_record_destroy(Relation rel, Trigger *trigger, HeapTuple tuple)
 {
@@ -562,308 +563,35 @@ cell_column_differs(Relation rel, HeapTuple a, HeapTuple b, int attnum)
 }
 
 /*
- * claims_cell.collect(): AFTER INSERT OR UPDATE OR DELETE row trigger of a
- * claimed column.
+ * Remember what an UPDATE did to a row's claim: a new value, or the same
+ * value with a new subject or source (a replace), is a destroy of the old
+ * and a create of the new; any other UPDATE claims nothing.
  */
-Datum
-claims_cell_collect(PG_FUNCTION_ARGS)
+void
+cell_record_update(Relation rel, Trigger *trigger, HeapTuple oldt, HeapTuple newt)
 {
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	Relation	rel;
+	CellTriggerColumns cols;
+	const CellTriggerColumns *m = &cols;
+	int			attnum;
+	bool		key_differs = false;
+	char	   *oldv;
+	char	   *newv;
+	bool		same;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
-		!TRIGGER_FIRED_AFTER(td->tg_event))
-		elog(ERROR, "claims_cell.collect() must be an AFTER ROW trigger");
-	if (td->tg_trigger->tgnargs != CELL_TRIGGER_NARGS &&
-		td->tg_trigger->tgnargs != CELL_TRIGGER_NARGS_MODE)
-		elog(ERROR, "claims_cell.collect() takes %d or %d trigger arguments",
-			 CELL_TRIGGER_NARGS, CELL_TRIGGER_NARGS_MODE);
-	rel = td->tg_relation;
+	cell_trigger_columns(rel, trigger, &cols);
+	attnum = cell_attnum(rel, m->attnum);
+	oldv = cell_claimed_text(rel, oldt, attnum);
+	newv = cell_claimed_text(rel, newt, attnum);
+	same = (oldv == NULL && newv == NULL) ||
+		(oldv != NULL && newv != NULL && strcmp(oldv, newv) == 0);
 
-	if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-		cell_record(rel, td->tg_trigger, td->tg_trigtuple, true);
-	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-		cell_record(rel, td->tg_trigger, td->tg_trigtuple, false);
-	else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+	for (int i = 0; i < m->source.n; i++)
+		key_differs |= cell_column_differs(rel, oldt, newt, cell_attnum(rel, m->source.attnums[i]));
+	if (!same || key_differs ||
+		cell_column_differs(rel, oldt, newt, cell_attnum(rel, m->subject_attnum)))
 	{
-		CellTriggerColumns cols;
-		const CellTriggerColumns *m = &cols;
-		HeapTuple	oldt = td->tg_trigtuple;
-		HeapTuple	newt = td->tg_newtuple;
-		int			attnum;
-		bool		key_differs = false;
-		char	   *oldv;
-		char	   *newv;
-		bool		same;
-
-		cell_trigger_columns(rel, td->tg_trigger, &cols);
-		attnum = cell_attnum(rel, m->attnum);
-		oldv = cell_claimed_text(rel, oldt, attnum);
-		newv = cell_claimed_text(rel, newt, attnum);
-		same = (oldv == NULL && newv == NULL) ||
-			(oldv != NULL && newv != NULL && strcmp(oldv, newv) == 0);
-
-		for (int i = 0; i < m->source.n; i++)
-			key_differs |= cell_column_differs(rel, oldt, newt, cell_attnum(rel, m->source.attnums[i]));
-		if (!same || key_differs ||
-			cell_column_differs(rel, oldt, newt, cell_attnum(rel, m->subject_attnum)))
-		{
-			/* a new value, or the same value with new metadata (a replace) */
-			cell_record(rel, td->tg_trigger, oldt, false);
-			cell_record(rel, td->tg_trigger, newt, true);
-		}
+		/* a new value, or the same value with new metadata (a replace) */
+		cell_record(rel, trigger, oldt, false);
+		cell_record(rel, trigger, newt, true);
 	}
-	return PointerGetDatum(NULL);
-}
-
-/* claims_cell.refuse_truncate(): TRUNCATE would release no claim. */
-Datum
-claims_cell_refuse_truncate(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "claims_cell.refuse_truncate() must be called as a trigger");
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot truncate table \"%s\" because it has claimed columns",
-					RelationGetRelationName(td->tg_relation)),
-			 errdetail("TRUNCATE would leave the values of its rows claimed at the claims store."),
-			 errhint("Delete the rows instead, or stop claiming with claims_cell.unclaim_column first.")));
-	PG_RETURN_NULL();
-}
-
-/*
- * claims_cell.changed_in_transaction(table regclass): whether the current
- * transaction changed claimed values of the table (claimed at its COMMIT).
- */
-Datum
-claims_cell_changed_in_transaction(PG_FUNCTION_ARGS)
-{
-	Oid			relid = PG_GETARG_OID(0);
-	ListCell   *lc;
-
-	foreach(lc, cell_pending)
-	{
-		if (((CellChange *) lfirst(lc))->relid == relid)
-			PG_RETURN_BOOL(true);
-	}
-	PG_RETURN_BOOL(false);
-}
-
-/*
- * claims_cell.claim_statement(): AFTER statement trigger of a claimed
- * table. It fires after the statement's row triggers (those of rows that
- * cascades changed too), and claims the immediate changes collected.
- */
-Datum
-claims_cell_claim_statement(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
-		!TRIGGER_FIRED_AFTER(td->tg_event))
-		elog(ERROR, "claims_cell.claim_statement() must be an AFTER STATEMENT trigger");
-	cell_claim_statement();
-	return PointerGetDatum(NULL);
-}
-
-/*
- * The oid of claims_cell.collect(), looked up in the catalog without a
- * privilege check: the TRUNCATE trigger runs as whoever truncates (a
- * table's owner without USAGE on the schema claims_cell), and naming the
- * function through the parser's lookup would demand that USAGE. With
- * missing_ok, InvalidOid when the extension is gone.
- */
-Oid
-cell_collect_oid(bool missing_ok)
-{
-	Oid			nsp = get_namespace_oid("claims_cell", missing_ok);
-	Oid			oid = OidIsValid(nsp)
-		? GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("collect"),
-						  PointerGetDatum(buildoidvector(NULL, 0)), ObjectIdGetDatum(nsp))
-		: InvalidOid;
-
-	if (!OidIsValid(oid) && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("function claims_cell.collect() does not exist")));
-	return oid;
-}
-
-/*
- * Check what set_constraints names: a table with claimed columns, and when
- * a column is named, a claimed column that is deferrable (as SET
- * CONSTRAINTS refuses a constraint that is not). Returns its attnum, or 0.
- */
-static AttrNumber
-cell_check_deferrable(Oid relid, const char *column)
-{
-	Relation	rel = table_open(relid, AccessShareLock);
-	Oid			collect = cell_collect_oid(false);
-	AttrNumber	attnum = column ? get_attnum(relid, column) : 0;
-	bool		claimed = false;
-	bool		deferrable = false;
-
-	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
-	{
-		Trigger    *t = &rel->trigdesc->triggers[i];
-
-		CellTriggerColumns m;
-
-		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
-			continue;
-		cell_trigger_columns(rel, t, &m);
-		/* the transaction's overrides name declared tables */
-		if (m.declared != relid)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("table \"%s\" is a partition of table \"%s\", which claims its columns",
-							RelationGetRelationName(rel), get_rel_name(m.declared)),
-					 errhint("Name table \"%s\" in claims_cell.set_constraints.", get_rel_name(m.declared))));
-		if (attnum != 0 && m.attnum != attnum)
-			continue;
-		claimed = true;
-		deferrable |= t->tgnargs < CELL_TRIGGER_NARGS_MODE || t->tgargs[7][0] != 'i';
-	}
-	if (!claimed)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 column ? errmsg("column \"%s\" of table \"%s\" is not claimed", column,
-								 RelationGetRelationName(rel))
-				 : errmsg("table \"%s\" has no claimed column", RelationGetRelationName(rel))));
-	if (column && !deferrable)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("claimed column \"%s\" of table \"%s\" is not deferrable", column,
-						RelationGetRelationName(rel)),
-				 errhint("Claim it again with claims_cell.claim_column(..., \"deferrable\" => true).")));
-	table_close(rel, NoLock);
-	return attnum;
-}
-
-/*
- * claims_cell.set_constraints(mode text, "table" regclass, "column" name):
- * SET CONSTRAINTS for claimed columns. 'DEFERRED' claims the deferrable
- * ones named (all without a table, all of the table without a column) at
- * COMMIT for the rest of the transaction; 'IMMEDIATE' at the end of each
- * statement, and claims what they deferred so far now.
- */
-Datum
-claims_cell_set_constraints(PG_FUNCTION_ARGS)
-{
-	char	   *mode;
-	bool		deferred;
-	Oid			relid = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
-	AttrNumber	attnum = 0;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("mode must not be NULL")));
-	mode = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (pg_strcasecmp(mode, "deferred") == 0)
-		deferred = true;
-	else if (pg_strcasecmp(mode, "immediate") == 0)
-		deferred = false;
-	else
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid mode \"%s\"", mode),
-				 errhint("The mode is 'IMMEDIATE' or 'DEFERRED'.")));
-	if (!PG_ARGISNULL(2) && !OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("a column needs its table")));
-	if (OidIsValid(relid))
-		attnum = cell_check_deferrable(relid, PG_ARGISNULL(2) ? NULL : NameStr(*PG_GETARG_NAME(2)));
-	if (!IsTransactionBlock())
-	{
-		ereport(WARNING,
-				(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
-				 errmsg("claims_cell.set_constraints can only be used in transaction blocks")));
-		PG_RETURN_VOID();
-	}
-	cell_defer_changes(relid, attnum, deferred);
-	if (!deferred)
-		cell_claim_statement();
-	PG_RETURN_VOID();
-}
-
-/* Whether a trigger fires under the session's replication role. */
-static bool
-cell_trigger_fires(const Trigger *t)
-{
-	if (t->tgenabled == TRIGGER_DISABLED)
-		return false;
-	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
-		return t->tgenabled == TRIGGER_FIRES_ON_REPLICA || t->tgenabled == TRIGGER_FIRES_ALWAYS;
-	return t->tgenabled == TRIGGER_FIRES_ON_ORIGIN || t->tgenabled == TRIGGER_FIRES_ALWAYS;
-}
-
-/*
- * claims_cell.collect_truncate(): BEFORE TRUNCATE trigger of a claimed
- * table. Every row's value of every claimed column whose trigger would
- * fire is released, as DELETE would: collected now (at the latest row
- * versions: TRUNCATE holds the table alone, and under REPEATABLE READ
- * rows committed since the snapshot go too) and claimed at the end of the
- * statement or at COMMIT, per the column's mode.
- */
-Datum
-claims_cell_collect_truncate(PG_FUNCTION_ARGS)
-{
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	Relation	rel;
-	Oid			collect;
-	List	   *triggers = NIL;
-	Snapshot	snapshot;
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-	MemoryContext row_cxt;
-	MemoryContext old;
-
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) ||
-		!TRIGGER_FIRED_BEFORE(td->tg_event))
-		elog(ERROR, "claims_cell.collect_truncate() must be a BEFORE TRUNCATE trigger");
-	rel = td->tg_relation;
-	/* a partitioned table holds no rows: each partition's trigger collects its own */
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		return PointerGetDatum(NULL);
-	collect = cell_collect_oid(false);
-	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
-	{
-		Trigger    *t = &rel->trigdesc->triggers[i];
-
-		if (t->tgfoid == collect && cell_trigger_fires(t) &&
-			(t->tgnargs == CELL_TRIGGER_NARGS || t->tgnargs == CELL_TRIGGER_NARGS_MODE))
-			triggers = lappend(triggers, t);
-	}
-	if (triggers == NIL)
-		return PointerGetDatum(NULL);
-
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
-	scan = table_beginscan(rel, snapshot, 0, NULL);
-	slot = table_slot_create(rel, NULL);
-	row_cxt = AllocSetContextCreate(CurrentMemoryContext, "claims_cell truncate row",
-									ALLOCSET_DEFAULT_SIZES);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		bool		should_free;
-		HeapTuple	tuple;
-		ListCell   *lc;
-
-		CHECK_FOR_INTERRUPTS();
-		old = MemoryContextSwitchTo(row_cxt);
-		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		foreach(lc, triggers)
-			cell_record(rel, lfirst(lc), tuple, false);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(row_cxt);
-	}
-	MemoryContextDelete(row_cxt);
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
-	UnregisterSnapshot(snapshot);
-	cell_claim_truncate(RelationGetRelid(rel));
-	return PointerGetDatum(NULL);
 }

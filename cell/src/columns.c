@@ -61,65 +61,6 @@ cell_spi(const char *sql, int nargs, Oid *types, Datum *values, int expected)
 }
 
 /*
- * Raise 55000 when this database is not the one configure() ran in: a copy
- * (CREATE DATABASE ... TEMPLATE, a dump restored elsewhere, pg_upgrade)
- * would claim and release values as that cell, so nothing may reach the
- * store from it. known is false before the 1.4 update recorded them.
- */
-void
-cell_check_identity(int64 cell_id, bool known, int64 sysid, Oid dboid)
-{
-	int64		here = (int64) GetSystemIdentifier();
-
-	if (!known || (sysid == here && dboid == MyDatabaseId))
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("this database is a copy of the database of cell %lld", (long long) cell_id),
-			 errdetail("claims_cell.configure() ran in database %u of the cluster with system identifier %lld;"
-					   " this is database %u of the cluster with system identifier %lld."
-					   " A copy claims nothing, lest it claim and release values as that cell.",
-					   dboid, (long long) sysid, MyDatabaseId, (long long) here),
-			 errhint("If this database is now that cell (a restore or pg_upgrade that replaces it), call claims_cell.configure(server_name, cell_id) here."
-					 " To use the copy without claiming, run SELECT claims_cell.unclaim_column(table_name, column_name) FROM claims_cell.claimed_columns,"
-					 " or DROP EXTENSION claims_cell.")));
-}
-
-/*
- * After CELL_CONFIGURATION_SQL (inside SPI) found the row: check that this
- * database is the one configured.
- */
-void
-cell_check_configuration_row(void)
-{
-	bool		isnull,
-				n1,
-				n2;
-	int64		cell_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	Datum		sysid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n1);
-	Datum		dboid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &n2);
-
-	cell_check_identity(cell_id, !n1 && !n2, n1 ? 0 : DatumGetInt64(sysid),
-						n2 ? InvalidOid : DatumGetObjectId(dboid));
-}
-
-/*
- * The store helpers reconcile() and verify() use refuse in a copy (their
- * own SPI connection; nothing when not configured: they say so themselves).
- */
-void
-cell_require_identity(void)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "claims_cell: SPI_connect failed");
-	if (SPI_execute(CELL_CONFIGURATION_SQL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "claims_cell: reading the configuration failed");
-	if (SPI_processed > 0)
-		cell_check_configuration_row();
-	SPI_finish();
-}
-
-/*
  * claims_cell.configure(server_name name, cell_id bigint): the store's
  * server (of the claims_cell_store wrapper) and this cell's id, with what
  * identifies this database (from 1.4): its cluster's system identifier and
@@ -411,7 +352,7 @@ cell_check_not_claimed_above(Relation rel, const char *column)
 		Trigger    *t = &rel->trigdesc->triggers[i];
 		CellTriggerColumns m;
 
-		if (t->tgfoid != collect || t->tgnargs < 7)
+		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
 			continue;
 		cell_trigger_columns(rel, t, &m);
 		if (m.declared != RelationGetRelid(rel) &&
@@ -587,6 +528,7 @@ claims_cell_claim_column(PG_FUNCTION_ARGS)
 				 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 				 8, types, values, SPI_OK_INSERT);
 
+	/* the row trigger's arguments, in CellTriggerArg order */
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW"

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * connection.c
- *	  The backend's one libpq connection to the claims store.
+ *	  The backend's libpq connections to the claims store: one per user
+ *	  mapping (CellConnEntry in a hash, as postgres_fdw's ConnCacheEntry),
+ *	  and a pointer to the one in use, that of the current user's mapping.
  *
  * Opened on first need with PQconnectStartParams + PQconnectPoll under
  * claims_cell.connect_timeout; every statement then runs under a deadline
@@ -24,8 +26,8 @@
  * memory, and every backend drops its connection to that host before its
  * next call instead of finding out with a failed call of its own. Options are read in a transaction
  * (cell_conn_prepare) and kept, so the calls after the local commit need
- * no catalog access. ALTER SERVER / USER MAPPING mark the connection
- * stale.
+ * no catalog access. ALTER SERVER / USER MAPPING mark every connection
+ * stale: its next use reads the options again and opens a new one.
  *
  * Host names are resolved by libpq inside PQconnectStartParams, before any
  * deadline applies: give the store's address as hostaddr to keep a slow
@@ -52,48 +54,42 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
-/* The connection in use: that of the current user's mapping. */
-static PGconn *cell_conn = NULL;
-static Oid	cell_conn_server = InvalidOid;
-static Oid	cell_conn_user = InvalidOid;
-static Oid	cell_conn_umid = InvalidOid;	/* its user mapping; invalid: none */
-static bool cell_conn_stale = true;
-static bool cell_conn_need_password = false;	/* see cell_conn_options */
-static char **cell_keywords = NULL;
-static char **cell_values = NULL;
-static char *cell_schema = NULL;	/* quoted schema of the store's functions */
-static char *cell_label = NULL;		/* host:port/dbname for messages */
-static uint32 cell_conn_host = 0;	/* key of the connected host; 0: none */
-static uint32 cell_conn_host_seen = 0;	/* its failure count when connected */
-
 /*
- * The connections of the other user mappings this backend used, kept for
- * when their users commit again (as postgres_fdw keeps one per mapping):
- * a backend whose roles take turns does not reconnect at every turn. The
- * password rule is part of the key, so a connection a superuser opened
- * without a password never serves a role that needs one.
+ * One connection to the store per user mapping, as postgres_fdw's
+ * ConnCacheEntry: kept for when its users call again, so a backend whose
+ * roles take turns does not reconnect at every turn. The password rule is
+ * part of the key, so a connection a superuser opened without a password
+ * never serves a role that needs one.
  */
 typedef struct CellConnKey
 {
-	Oid			umid;
-	bool		need_password;
+	Oid			umid;			/* InvalidOid: options a worker cycle published */
+	bool		need_password;	/* see cell_conn_options */
 } CellConnKey;
 
 typedef struct CellConnEntry
 {
-	CellConnKey key;
+	CellConnKey key;			/* hash key (must be first) */
 	Oid			server;
-	PGconn	   *conn;
-	char	  **keywords;
+	PGconn	   *conn;			/* NULL: not connected */
+	char	  **keywords;		/* libpq options (TopMemoryContext); NULL: none */
 	char	  **values;
-	char	   *schema;
-	char	   *label;
-	uint32		host;			/* as cell_conn_host, cell_conn_host_seen */
-	uint32		host_seen;
-	bool		stale;			/* a server or user mapping changed since */
+	char	   *schema;			/* quoted schema of the store's functions */
+	char	   *label;			/* host:port/dbname for messages */
+	uint32		host;			/* key of the connected host; 0: none */
+	uint32		host_seen;		/* its failure count when connected */
+	bool		stale;			/* a server or user mapping changed since its
+								 * options were read */
 } CellConnEntry;
 
-static HTAB *cell_parked = NULL;
+static HTAB *cell_conn_hash = NULL;
+
+/* The connection in use: that of the current user's mapping; NULL: none. */
+static CellConnEntry *cell_cur = NULL;
+static Oid	cell_cur_user = InvalidOid; /* the user it was chosen for */
+
+/* Servers and user mappings changed so far (syscache callbacks). */
+static uint64 cell_conn_invalidations = 0;
 
 /*
  * An error (an interrupt) ended a call, and the abort it raised has not
@@ -104,8 +100,7 @@ static bool cell_call_interrupted = false;
 /* How often the store's session looks for its client gone (PostgreSQL 14+). */
 #define CELL_STORE_CLIENT_CHECK "1s"
 
-static void cell_conn_set_options(List *kw, List *vals);
-static void cell_conn_discard(void);
+static void cell_conn_set_options(CellConnEntry *e, List *kw, List *vals);
 
 /* Syscache callback: a server or user mapping changed. */
 static void
@@ -114,10 +109,10 @@ cell_conn_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	HASH_SEQ_STATUS seq;
 	CellConnEntry *e;
 
-	cell_conn_stale = true;
-	if (cell_parked == NULL)
+	cell_conn_invalidations++;
+	if (cell_conn_hash == NULL)
 		return;
-	hash_seq_init(&seq, cell_parked);
+	hash_seq_init(&seq, cell_conn_hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
 		e->stale = true;
 }
@@ -138,107 +133,105 @@ cell_free_options(char **keywords, char **values)
 }
 
 /*
- * Keep the connection in use for its user mapping and clear the current
- * state; one that is stale, or not connected, is closed and freed instead.
+ * Close an entry's connection (after a timeout, a failure or a change). A
+ * statement still running at the store is not cancelled: PQcancel() opens
+ * a connection of its own and waits for the store's answer without a
+ * bound, so a stalled store would hold COMMIT. The store's session notices
+ * the closed socket within CELL_STORE_CLIENT_CHECK and ends the statement.
+ * The socket is non-blocking once connected: PQfinish's goodbye message
+ * cannot block either.
  */
 static void
-cell_conn_park(bool stale)
+cell_conn_disconnect(CellConnEntry *e)
 {
-	CellConnKey key;
-	CellConnEntry *e;
-	bool		found;
+	if (e->conn)
+		PQfinish(e->conn);
+	e->conn = NULL;
+	e->host = 0;
+	if (e->schema)
+		pfree(e->schema);
+	e->schema = NULL;
+}
 
-	if (!OidIsValid(cell_conn_umid) || stale || cell_conn == NULL)
-	{
-		cell_conn_discard();
-		cell_free_options(cell_keywords, cell_values);
-		cell_keywords = cell_values = NULL;
-		if (cell_label)
-			pfree(cell_label);
-		cell_label = NULL;
-		cell_conn_umid = InvalidOid;
-		return;
-	}
-	if (cell_parked == NULL)
-	{
-		HASHCTL		ctl;
+/* Close the connection in use, keeping its options. */
+static void
+cell_conn_discard(void)
+{
+	if (cell_cur != NULL)
+		cell_conn_disconnect(cell_cur);
+}
 
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(CellConnKey);
-		ctl.entrysize = sizeof(CellConnEntry);
-		ctl.hcxt = TopMemoryContext;
-		cell_parked = hash_create("claims_cell connections", 8, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	memset(&key, 0, sizeof(key));
-	key.umid = cell_conn_umid;
-	key.need_password = cell_conn_need_password;
-	e = hash_search(cell_parked, &key, HASH_ENTER, &found);
-	if (found)
-	{
-		/* cannot happen: the mapping's connection is the one in use */
-		if (e->conn)
-			PQfinish(e->conn);
-		cell_free_options(e->keywords, e->values);
-	}
-	e->server = cell_conn_server;
-	e->conn = cell_conn;
-	e->keywords = cell_keywords;
-	e->values = cell_values;
-	e->schema = cell_schema;
-	e->label = cell_label;
-	e->host = cell_conn_host;
-	e->host_seen = cell_conn_host_seen;
-	e->stale = false;
-	cell_conn = NULL;
-	cell_conn_host = 0;
-	cell_keywords = cell_values = NULL;
-	cell_schema = cell_label = NULL;
-	cell_conn_umid = InvalidOid;
+/* Close an entry's connection and free what it holds (it stays in the hash). */
+static void
+cell_conn_close_entry(CellConnEntry *e)
+{
+	cell_conn_disconnect(e);
+	cell_free_options(e->keywords, e->values);
+	e->keywords = e->values = NULL;
+	if (e->label)
+		pfree(e->label);
+	e->label = NULL;
 }
 
 /*
- * Take the kept connection of a user mapping back into use; false when
- * there is none, or it is stale (then it is closed).
+ * Stop using the current connection: kept in the hash for its user
+ * mapping, unless it has none, is stale, or is not connected; then it is
+ * closed and forgotten.
  */
-static bool
-cell_conn_unpark(Oid umid, bool need_password, Oid serverid)
+static void
+cell_conn_leave(bool stale)
+{
+	CellConnEntry *e = cell_cur;
+
+	cell_cur = NULL;
+	if (e == NULL)
+		return;
+	if (!OidIsValid(e->key.umid) || stale || e->conn == NULL)
+	{
+		cell_conn_close_entry(e);
+		hash_search(cell_conn_hash, &e->key, HASH_REMOVE, NULL);
+		return;
+	}
+	e->stale = false;
+}
+
+/*
+ * The entry of a user mapping, as GetConnection finds postgres_fdw's: the
+ * kept one when it is fresh and of this server (found), else a new one
+ * without options (a stale one is closed first).
+ */
+static CellConnEntry *
+cell_conn_entry(Oid umid, bool need_password, Oid serverid, bool *found)
 {
 	CellConnKey key;
 	CellConnEntry *e;
-	bool		usable;
 
-	if (cell_parked == NULL)
-		return false;
+	if (cell_conn_hash == NULL)
+	{
+		HASHCTL		ctl;
+
+		/* in TopMemoryContext, as postgres_fdw's ConnectionHash */
+		ctl.keysize = sizeof(CellConnKey);
+		ctl.entrysize = sizeof(CellConnEntry);
+		cell_conn_hash = hash_create("claims_cell connections", 8, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
 	memset(&key, 0, sizeof(key));
 	key.umid = umid;
 	key.need_password = need_password;
-	e = hash_search(cell_parked, &key, HASH_FIND, NULL);
-	if (e == NULL)
-		return false;
-	usable = !e->stale && e->server == serverid;
-	if (usable)
+	e = hash_search(cell_conn_hash, &key, HASH_ENTER, found);
+	if (*found && (e->stale || e->server != serverid))
 	{
-		cell_conn = e->conn;
-		cell_keywords = e->keywords;
-		cell_values = e->values;
-		cell_schema = e->schema;
-		cell_label = e->label;
-		cell_conn_host = e->host;
-		cell_conn_host_seen = e->host_seen;
+		cell_conn_close_entry(e);
+		*found = false;
 	}
-	else
+	if (!*found)
 	{
-		if (e->conn)
-			PQfinish(e->conn);
-		cell_free_options(e->keywords, e->values);
-		if (e->schema)
-			pfree(e->schema);
-		if (e->label)
-			pfree(e->label);
+		key = e->key;
+		memset(e, 0, sizeof(*e));
+		e->key = key;
+		e->server = serverid;
 	}
-	hash_search(cell_parked, &key, HASH_REMOVE, NULL);
-	return usable;
+	return e;
 }
 
 /* Register the invalidation callbacks (once per backend). */
@@ -249,32 +242,11 @@ cell_conn_init(void)
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, cell_conn_invalidate, (Datum) 0);
 }
 
-/*
- * Close the connection (after a timeout, a failure or a change). A
- * statement still running at the store is not cancelled: PQcancel() opens
- * a connection of its own and waits for the store's answer without a
- * bound, so a stalled store would hold COMMIT. The store's session notices
- * the closed socket within CELL_STORE_CLIENT_CHECK and ends the statement.
- * The socket is non-blocking once connected: PQfinish's goodbye message
- * cannot block either.
- */
-static void
-cell_conn_discard(void)
-{
-	if (cell_conn)
-		PQfinish(cell_conn);
-	cell_conn = NULL;
-	cell_conn_host = 0;
-	if (cell_schema)
-		pfree(cell_schema);
-	cell_schema = NULL;
-}
-
 /* Where the store is, for messages. */
 char *
 cell_server_label(void)
 {
-	return cell_label ? cell_label : "(not configured)";
+	return cell_cur && cell_cur->label ? cell_cur->label : "(not configured)";
 }
 
 /*
@@ -284,41 +256,45 @@ cell_server_label(void)
 void
 cell_conn_prepare(Oid serverid)
 {
+	CellConnEntry *e = cell_cur;
 	List	   *kw;
 	List	   *vals;
 	bool		need_password;
 	bool		stale;
+	bool		found;
+	uint64		seen = cell_conn_invalidations;
 	Oid			umid;
 
-	if (!cell_conn_stale && serverid == cell_conn_server && GetUserId() == cell_conn_user)
+	if (e != NULL && !e->stale && serverid == e->server && GetUserId() == cell_cur_user)
 		return;
 	/* an invalidation that arrives while the options are read marks them stale again */
-	stale = cell_conn_stale;
-	cell_conn_stale = false;
+	stale = e == NULL || e->stale;
+	if (e != NULL)
+		e->stale = false;
 	cell_conn_options(serverid, GetUserId(), &kw, &vals, &need_password);
 	umid = GetUserMapping(GetUserId(), serverid)->umid;
-	if (!stale && serverid == cell_conn_server && umid == cell_conn_umid &&
-		need_password == cell_conn_need_password)
+	if (e != NULL && !stale && serverid == e->server && umid == e->key.umid &&
+		need_password == e->key.need_password)
 	{
 		/* another user of the same mapping (PUBLIC): the same connection */
-		cell_conn_user = GetUserId();
+		cell_cur_user = GetUserId();
 		return;
 	}
-	cell_conn_park(stale);
-	if (!cell_conn_unpark(umid, need_password, serverid))
-		cell_conn_set_options(kw, vals);
-	cell_conn_need_password = need_password;
-	cell_conn_server = serverid;
-	cell_conn_user = GetUserId();
-	cell_conn_umid = umid;
+	cell_conn_leave(stale);
+	e = cell_conn_entry(umid, need_password, serverid, &found);
+	if (!found)
+		cell_conn_set_options(e, kw, vals);
+	e->stale = cell_conn_invalidations != seen;
+	cell_cur = e;
+	cell_cur_user = GetUserId();
 }
 
 /*
- * Use these libpq options from now on (closing the connection), with the
+ * Give an entry these libpq options (closing its connection), with the
  * application name and client encoding added.
  */
 static void
-cell_conn_set_options(List *kw, List *vals)
+cell_conn_set_options(CellConnEntry *e, List *kw, List *vals)
 {
 	MemoryContext old;
 	int			n;
@@ -329,45 +305,48 @@ cell_conn_set_options(List *kw, List *vals)
 	const char *port = "";
 	const char *dbname = "";
 
-	cell_conn_discard();
+	cell_conn_disconnect(e);
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	cell_free_options(cell_keywords, cell_values);
+	cell_free_options(e->keywords, e->values);
 	n = list_length(kw);
-	cell_keywords = palloc0(sizeof(char *) * (n + 3));
-	cell_values = palloc0(sizeof(char *) * (n + 3));
+	e->keywords = palloc0(sizeof(char *) * (n + 3));
+	e->values = palloc0(sizeof(char *) * (n + 3));
 	i = 0;
 	forboth(lk, kw, lv, vals)
 	{
-		cell_keywords[i] = pstrdup(lfirst(lk));
-		cell_values[i] = pstrdup(lfirst(lv));
-		if (strcmp(cell_keywords[i], "host") == 0)
-			host = cell_values[i];
-		else if (strcmp(cell_keywords[i], "port") == 0)
-			port = cell_values[i];
-		else if (strcmp(cell_keywords[i], "dbname") == 0)
-			dbname = cell_values[i];
+		e->keywords[i] = pstrdup(lfirst(lk));
+		e->values[i] = pstrdup(lfirst(lv));
+		if (strcmp(e->keywords[i], "host") == 0)
+			host = e->values[i];
+		else if (strcmp(e->keywords[i], "port") == 0)
+			port = e->values[i];
+		else if (strcmp(e->keywords[i], "dbname") == 0)
+			dbname = e->values[i];
 		i++;
 	}
-	cell_keywords[i] = pstrdup("fallback_application_name");
-	cell_values[i] = pstrdup("claims_cell");
+	e->keywords[i] = pstrdup("fallback_application_name");
+	e->values[i] = pstrdup("claims_cell");
 	i++;
-	cell_keywords[i] = pstrdup("client_encoding");
-	cell_values[i] = pstrdup(GetDatabaseEncodingName());	/* as postgres_fdw */
-	if (cell_label)
-		pfree(cell_label);
-	cell_label = psprintf("%s:%s/%s", host, port, dbname);
+	e->keywords[i] = pstrdup("client_encoding");
+	e->values[i] = pstrdup(GetDatabaseEncodingName());	/* as postgres_fdw */
+	if (e->label)
+		pfree(e->label);
+	e->label = psprintf("%s:%s/%s", host, port, dbname);
 	MemoryContextSwitchTo(old);
 }
 
 /*
  * Use the options a worker cycle published ("k\0v\0...\0"; empty: none),
- * for a process that cannot read the catalogs.
+ * for a process that cannot read the catalogs: an entry of no user
+ * mapping, in place of the connection in use.
  */
 void
 cell_conn_load_options(const char *packed)
 {
 	List	   *kw = NIL;
 	List	   *vals = NIL;
+	CellConnEntry *e;
+	bool		found;
 
 	while (*packed)
 	{
@@ -378,25 +357,26 @@ cell_conn_load_options(const char *packed)
 		vals = lappend(vals, pstrdup(v));
 		packed = v + strlen(v) + 1;
 	}
-	cell_conn_set_options(kw, vals);
+	cell_conn_leave(true);
+	/* the launcher, as the bootstrap superuser: no password required */
+	e = cell_conn_entry(InvalidOid, false, InvalidOid, &found);
+	cell_conn_set_options(e, kw, vals);
 	if (kw == NIL)
 	{
-		pfree(cell_keywords[0]);
-		cell_keywords[0] = NULL;	/* nothing to connect to */
+		pfree(e->keywords[0]);
+		e->keywords[0] = NULL;	/* nothing to connect to */
 	}
-	cell_conn_server = InvalidOid;
-	cell_conn_umid = InvalidOid;
-	cell_conn_need_password = false;	/* the launcher, as the bootstrap superuser */
-	cell_conn_stale = false;
+	e->stale = false;
+	cell_cur = e;
 }
 
 /* The socket of the open connection, or PGINVALID_SOCKET. */
 pgsocket
 cell_conn_socket(void)
 {
-	if (cell_conn == NULL || PQstatus(cell_conn) != CONNECTION_OK)
+	if (cell_cur == NULL || cell_cur->conn == NULL || PQstatus(cell_cur->conn) != CONNECTION_OK)
 		return PGINVALID_SOCKET;
-	return PQsocket(cell_conn);
+	return PQsocket(cell_cur->conn);
 }
 
 /*
@@ -410,17 +390,17 @@ cell_conn_take_notifications(const char *channel, int64 cell_id)
 	PGnotify   *n;
 	bool		found = false;
 
-	if (cell_conn == NULL)
+	if (cell_cur == NULL || cell_cur->conn == NULL)
 		return false;
-	if (!PQconsumeInput(cell_conn))
+	if (!PQconsumeInput(cell_cur->conn))
 	{
 		ereport(LOG,
 				(errmsg("claims_cell: the LISTEN connection to the claims store at %s was lost: %s",
-						cell_server_label(), PQerrorMessage(cell_conn))));
+						cell_server_label(), PQerrorMessage(cell_cur->conn))));
 		cell_conn_discard();
 		return false;
 	}
-	while ((n = PQnotifies(cell_conn)) != NULL)
+	while ((n = PQnotifies(cell_cur->conn)) != NULL)
 	{
 		const char *p = strstr(n->extra, "\"cell_id\"");
 
@@ -550,25 +530,25 @@ cell_connect_host(const char *const *keywords, const char *const *values,
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	CellCallStatus w = CELL_CALL_OK;
 
-	cell_conn = PQconnectStartParams(keywords, values, false);
-	if (cell_conn == NULL)
+	cell_cur->conn = PQconnectStartParams(keywords, values, false);
+	if (cell_cur->conn == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, "out of memory");
-	if (PQstatus(cell_conn) == CONNECTION_BAD)
+	if (PQstatus(cell_cur->conn) == CONNECTION_BAD)
 		st = PGRES_POLLING_FAILED;
 	else
-		PQsetNoticeReceiver(cell_conn, cell_notice_receiver, NULL);
+		PQsetNoticeReceiver(cell_cur->conn, cell_notice_receiver, NULL);
 	while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
 	{
-		w = cell_wait(cell_conn, st == PGRES_POLLING_WRITING, deadline, interruptible);
+		w = cell_wait(cell_cur->conn, st == PGRES_POLLING_WRITING, deadline, interruptible);
 		if (w != CELL_CALL_OK)
 			break;
-		st = PQconnectPoll(cell_conn);
+		st = PQconnectPoll(cell_cur->conn);
 	}
 	if (w != CELL_CALL_OK)
 		cell_fail_wait(r, w, "connecting timed out");
-	else if (st == PGRES_POLLING_FAILED || PQsetnonblocking(cell_conn, 1) != 0)
-		w = cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
-	else if (cell_conn_need_password && !PQconnectionUsedPassword(cell_conn))
+	else if (st == PGRES_POLLING_FAILED || PQsetnonblocking(cell_cur->conn, 1) != 0)
+		w = cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_cur->conn));
+	else if (cell_cur->key.need_password && !PQconnectionUsedPassword(cell_cur->conn))
 	{
 		/* the store did not ask for the password: refuse, as postgres_fdw does */
 		w = r->status = CELL_CALL_REMOTE_ERROR;
@@ -579,8 +559,8 @@ cell_connect_host(const char *const *keywords, const char *const *values,
 	}
 	if (w != CELL_CALL_OK)
 	{
-		PQfinish(cell_conn);
-		cell_conn = NULL;
+		PQfinish(cell_cur->conn);
+		cell_cur->conn = NULL;
 	}
 	return w;
 }
@@ -628,14 +608,14 @@ cell_hosts(char ****kw_out, char ****val_out, uint32 **keys_out, int *per_host_m
 	uint32	   *keys;
 
 	*per_host_ms = 0;
-	for (int i = 0; cell_keywords[i]; i++)
+	for (int i = 0; cell_cur->keywords[i]; i++)
 	{
 		nopts++;
-		if (strcmp(cell_keywords[i], "connect_timeout") == 0)
-			*per_host_ms = (int) Min(strtol(cell_values[i], NULL, 10), 3600) * 1000;
+		if (strcmp(cell_cur->keywords[i], "connect_timeout") == 0)
+			*per_host_ms = (int) Min(strtol(cell_cur->values[i], NULL, 10), 3600) * 1000;
 		for (int j = 0; j < 3; j++)
-			if (strcmp(cell_keywords[i], names[j]) == 0)
-				lists[j] = cell_split_list(cell_values[i]);
+			if (strcmp(cell_cur->keywords[i], names[j]) == 0)
+				lists[j] = cell_split_list(cell_cur->values[i]);
 	}
 	n = Max(list_length(lists[0]), list_length(lists[1]));
 	n = Max(n, 1);
@@ -658,21 +638,21 @@ cell_hosts(char ****kw_out, char ****val_out, uint32 **keys_out, int *per_host_m
 		initStringInfo(&addr);
 		kw[h] = palloc0(sizeof(char *) * (nopts + 1));
 		val[h] = palloc0(sizeof(char *) * (nopts + 1));
-		for (int i = 0; cell_keywords[i]; i++)
+		for (int i = 0; cell_cur->keywords[i]; i++)
 		{
-			const char *v = cell_values[i];
+			const char *v = cell_cur->values[i];
 			int			j;
 
-			if (strcmp(cell_keywords[i], "connect_timeout") == 0)
+			if (strcmp(cell_cur->keywords[i], "connect_timeout") == 0)
 				continue;
 			for (j = 0; j < 3; j++)
-				if (strcmp(cell_keywords[i], names[j]) == 0)
+				if (strcmp(cell_cur->keywords[i], names[j]) == 0)
 					break;
 			if (j < 3 && split)
 				v = list_nth(lists[j], list_length(lists[j]) == 1 ? 0 : h);
 			if (j < 3)
 				appendStringInfo(&addr, "%s=%s;", names[j], v);
-			kw[h][k] = cell_keywords[i];
+			kw[h][k] = cell_cur->keywords[i];
 			val[h][k] = (char *) v;
 			k++;
 		}
@@ -720,8 +700,8 @@ cell_connect_hosts(char ***kw, char ***val, uint32 *keys, int n, int per_host_ms
 							   host_deadline, interruptible, r);
 		if (st == CELL_CALL_OK)
 		{
-			cell_conn_host = keys[h];
-			cell_conn_host_seen = cell_host_failures(keys[h]);
+			cell_cur->host = keys[h];
+			cell_cur->host_seen = cell_host_failures(keys[h]);
 			cell_host_accepted(keys[h]);
 			return st;
 		}
@@ -756,7 +736,7 @@ cell_connect(TimestampTz deadline, bool interruptible, CellCallResult *r)
 	int			n;
 	CellCallStatus st;
 
-	if (cell_keywords == NULL)
+	if (cell_cur == NULL || cell_cur->keywords == NULL)
 		return cell_fail(r, CELL_CALL_UNREACHABLE, "the claims store is not configured");
 	hosts_cxt = AllocSetContextCreate(CurrentMemoryContext, "claims_cell hosts",
 									  ALLOCSET_SMALL_SIZES);
@@ -782,25 +762,25 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 	CellCallStatus status = CELL_CALL_OK;
 	CellCallStatus w;
 
-	if (!PQsendQueryParams(cell_conn, sql, nparams, NULL, params, NULL, NULL, 0))
-		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+	if (!PQsendQueryParams(cell_cur->conn, sql, nparams, NULL, params, NULL, NULL, 0))
+		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_cur->conn));
 	r->sent = true;
-	while ((flushed = PQflush(cell_conn)) == 1)
+	while ((flushed = PQflush(cell_cur->conn)) == 1)
 	{
-		w = cell_wait(cell_conn, true, deadline, interruptible);
+		w = cell_wait(cell_cur->conn, true, deadline, interruptible);
 		if (w != CELL_CALL_OK)
 			return cell_fail_wait(r, w, "sending timed out");
 	}
 	if (flushed < 0)
-		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_cur->conn));
 	/* an interrupt in cell_wait must not leak the result held in last */
 	PG_TRY();
 	{
 		for (;;)
 		{
-			while (PQisBusy(cell_conn))
+			while (PQisBusy(cell_cur->conn))
 			{
-				w = cell_wait(cell_conn, false, deadline, interruptible);
+				w = cell_wait(cell_cur->conn, false, deadline, interruptible);
 				if (w != CELL_CALL_OK)
 				{
 					PQclear(last);
@@ -808,17 +788,17 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 					status = cell_fail_wait(r, w, "no answer before the deadline");
 					break;
 				}
-				if (!PQconsumeInput(cell_conn))
+				if (!PQconsumeInput(cell_cur->conn))
 				{
 					PQclear(last);
 					last = NULL;
-					status = cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+					status = cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_cur->conn));
 					break;
 				}
 			}
 			if (status != CELL_CALL_OK)
 				break;
-			res = PQgetResult(cell_conn);
+			res = PQgetResult(cell_cur->conn);
 			if (res == NULL)
 				break;
 			PQclear(last);
@@ -833,10 +813,10 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 	PG_END_TRY();
 	if (status != CELL_CALL_OK)
 		return status;
-	if (last == NULL || PQstatus(cell_conn) == CONNECTION_BAD)
+	if (last == NULL || PQstatus(cell_cur->conn) == CONNECTION_BAD)
 	{
 		PQclear(last);
-		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_cur->conn));
 	}
 	if (PQresultStatus(last) == PGRES_TUPLES_OK || PQresultStatus(last) == PGRES_COMMAND_OK)
 	{
@@ -854,7 +834,7 @@ cell_exec(const char *sql, int nparams, const char *const *params,
 		f = PQresultErrorField(last, PG_DIAG_SQLSTATE);
 		strlcpy(r->sqlstate, f ? f : "XX000", sizeof(r->sqlstate));
 		f = PQresultErrorField(last, PG_DIAG_MESSAGE_PRIMARY);
-		r->message = pstrdup(f ? f : PQerrorMessage(cell_conn));
+		r->message = pstrdup(f ? f : PQerrorMessage(cell_cur->conn));
 		f = PQresultErrorField(last, PG_DIAG_MESSAGE_DETAIL);
 		r->detail = f ? pstrdup(f) : NULL;
 		f = PQresultErrorField(last, PG_DIAG_MESSAGE_HINT);
@@ -935,12 +915,12 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 		r->message = pstrdup("extension \"claims\" is not installed in the store's database");
 		return r->status;
 	}
-	quoted = PQescapeIdentifier(cell_conn, r->value, strlen(r->value));
+	quoted = PQescapeIdentifier(cell_cur->conn, r->value, strlen(r->value));
 	if (quoted == NULL)
-		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_conn));
+		return cell_fail(r, CELL_CALL_UNREACHABLE, PQerrorMessage(cell_cur->conn));
 	/* a store older than the setting: 42704, or 42602 where its prefix is reserved */
 	st = cell_session_set("SET claims.json_output = compat", "42704 42602", sent, deadline, interruptible, r);
-	if (st == CELL_CALL_OK && PQserverVersion(cell_conn) >= 140000)
+	if (st == CELL_CALL_OK && PQserverVersion(cell_cur->conn) >= 140000)
 		st = cell_session_set("SET client_connection_check_interval = '" CELL_STORE_CLIENT_CHECK "'",
 							  NULL, sent, deadline, interruptible, r);
 	if (st != CELL_CALL_OK)
@@ -948,7 +928,7 @@ cell_find_schema(TimestampTz deadline, bool interruptible, CellCallResult *r)
 		PQfreemem(quoted);
 		return st;
 	}
-	cell_schema = MemoryContextStrdup(TopMemoryContext, quoted);
+	cell_cur->schema = MemoryContextStrdup(TopMemoryContext, quoted);
 	PQfreemem(quoted);
 	r->status = CELL_CALL_OK;
 	r->value = NULL;
@@ -966,7 +946,7 @@ cell_sql_in_schema(const char *sql)
 	while ((p = strstr(sql, "%s")) != NULL)
 	{
 		appendBinaryStringInfo(&buf, sql, p - sql);
-		appendStringInfoString(&buf, cell_schema);
+		appendStringInfoString(&buf, cell_cur->schema);
 		sql = p + 2;
 	}
 	appendStringInfoString(&buf, sql);
@@ -977,7 +957,7 @@ cell_sql_in_schema(const char *sql)
 const char *
 cell_store_schema(void)
 {
-	return cell_schema;
+	return cell_cur ? cell_cur->schema : NULL;
 }
 
 /*
@@ -994,28 +974,30 @@ static CellCallStatus
 cell_try(const char *sql, int nparams, const char *const *params,
 		 bool interruptible, CellCallResult *r)
 {
+	CellConnEntry *e = cell_cur;
 	CellCallStatus st;
 	char	   *full;
 	TimestampTz deadline;
 
 	/* a call ended by FATAL left its command running: start afresh */
-	if (cell_conn != NULL && PQtransactionStatus(cell_conn) == PQTRANS_ACTIVE)
+	if (e != NULL && e->conn != NULL && PQtransactionStatus(e->conn) == PQTRANS_ACTIVE)
 		cell_conn_discard();
 	/* a connection of another backend to this host failed since: move on */
-	if (cell_conn != NULL && cell_conn_host != 0 &&
-		cell_host_failures(cell_conn_host) != cell_conn_host_seen)
+	if (e != NULL && e->conn != NULL && e->host != 0 &&
+		cell_host_failures(e->host) != e->host_seen)
 	{
 		ereport(DEBUG1,
 				(errmsg("claims_cell: dropping the connection to a claims store host that failed since it was opened")));
 		cell_conn_discard();
 	}
-	r->connecting = cell_conn == NULL || cell_schema == NULL;
+	r->connecting = e == NULL || e->conn == NULL || e->schema == NULL;
 	if (r->connecting)
 	{
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   interruptible ? cell_connect_timeout_ms :
 											   Min(cell_connect_timeout_ms, cell_call_timeout_ms));
-		if (cell_conn == NULL && (st = cell_connect(deadline, interruptible, r)) != CELL_CALL_OK)
+		if ((e == NULL || e->conn == NULL) &&
+			(st = cell_connect(deadline, interruptible, r)) != CELL_CALL_OK)
 			return st;
 		if ((st = cell_find_schema(deadline, interruptible, r)) != CELL_CALL_OK)
 			return st;
@@ -1117,8 +1099,9 @@ cell_call_internal(const char *sql, int nparams, const char *const *params,
 		if (r->sent)
 			r->abandoned = true;
 		/* an open connection was lost: every backend leaves that host */
-		if (st == CELL_CALL_UNREACHABLE && cell_conn != NULL && cell_conn_host != 0)
-			cell_host_failed(cell_conn_host);
+		if (st == CELL_CALL_UNREACHABLE && cell_cur != NULL && cell_cur->conn != NULL &&
+			cell_cur->host != 0)
+			cell_host_failed(cell_cur->host);
 		cell_conn_discard();
 		ereport(LOG,
 				(errmsg("claims_cell: call %d of 2 to the claims store at %s failed: %s",

@@ -179,19 +179,19 @@ cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out)
 		return;
 	}
 
-	cell_source_key_parse(trigger->tgargs[5], &key);
+	cell_source_key_parse(trigger->tgargs[CELL_TRIGGER_ARG_SOURCE_KEY], &key);
 	m.declared = cell_declared_table(RelationGetRelid(rel), trigger->tgname, trigger->tgfoid);
-	m.declared_attnum = cell_attnum_arg(trigger->tgargs[0]);
+	m.declared_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_ATTNUM]);
 	if (m.declared == RelationGetRelid(rel))
 	{
 		m.attnum = m.declared_attnum;
-		m.subject_attnum = cell_attnum_arg(trigger->tgargs[3]);
+		m.subject_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]);
 		m.source = key;
 	}
 	else
 	{
 		m.attnum = cell_map_attnum(m.declared, m.declared_attnum, rel);
-		m.subject_attnum = cell_map_attnum(m.declared, cell_attnum_arg(trigger->tgargs[3]), rel);
+		m.subject_attnum = cell_map_attnum(m.declared, cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]), rel);
 		m.source.n = key.n;
 		for (int i = 0; i < key.n; i++)
 			m.source.attnums[i] = cell_map_attnum(m.declared, key.attnums[i], rel);
@@ -313,7 +313,7 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 		ListCell   *lc;
 		ListCell   *lc2;
 
-		if (t->tgfoid != collect || t->tgnargs < 7)
+		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
 			continue;
 		claimed = true;
 		cell_trigger_columns(rel, t, &m);
@@ -373,7 +373,7 @@ cell_check_free_in_partitions(Oid relid, const char *column, Oid collect)
 			Trigger    *t = &rel->trigdesc->triggers[i];
 			CellTriggerColumns m;
 
-			if (t->tgfoid != collect || t->tgnargs < 7)
+			if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
 				continue;
 			cell_trigger_columns(rel, t, &m);
 			if (strcmp(get_attname(RelationGetRelid(rel), m.attnum, false), column) == 0)

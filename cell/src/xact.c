@@ -656,13 +656,13 @@ cell_take_lease(List *nets, int64 cell_id, Oid owner, Oid save_user, int save_se
 					ndestroys;
 		char	   *request = cell_request(nets, cell_id, lease->uuid, &ncreates, &ndestroys);
 		CellCallResult r;
-		const char *params[1];
+		const char *params[CELL_BEGIN_NPARAMS];
 
 		lease->sent = true;
 		lease->in_doubt = true; /* until the store answers: a cancel leaves it so */
-		params[0] = request;
+		params[CELL_BEGIN_PARAM_REQUEST] = request;
 		cell_stats_count(CELL_STAT_BEGIN_UPDATES);
-		cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, &r);
+		cell_call("SELECT %s.claims_begin_update($1::jsonb)", CELL_BEGIN_NPARAMS, params, true, &r);
 		if (r.status == CELL_CALL_REMOTE_ERROR)
 		{
 			/* a refusal leaves no lease, unless an abandoned first try still runs */
@@ -735,7 +735,7 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 	pg_uuid_t	uuid;
 	CellLease  *lease = cell_new_lease(&uuid);
 	StringInfoData req;
-	const char *params[1];
+	const char *params[CELL_BEGIN_NPARAMS];
 	Oid			owner = cell_owner(false);
 	Oid			save_user;
 	int			save_sec;
@@ -747,9 +747,9 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
 	cell_lease_cell_id = cell_id;
 	lease->repair = true;
 	lease->sent = lease->in_doubt = true;
-	params[0] = req.data;
+	params[CELL_BEGIN_PARAM_REQUEST] = req.data;
 	cell_stats_count(CELL_STAT_BEGIN_UPDATES);
-	cell_call("SELECT %s.claims_begin_update($1::jsonb)", 1, params, true, r);
+	cell_call("SELECT %s.claims_begin_update($1::jsonb)", CELL_BEGIN_NPARAMS, params, true, r);
 	if (r->status == CELL_CALL_REMOTE_ERROR)
 	{
 		lease->sent = lease->in_doubt = r->abandoned;
@@ -771,7 +771,7 @@ cell_take_repair_lease(int64 cell_id, const char *creates, const char *destroys,
  * store when it rolls back (their local rows are gone with it), and handed
  * to the parent when it commits.
  */
-void
+static void
 cell_leases_subxact(SubXactEvent event)
 {
 	int			level = GetCurrentTransactionNestLevel();
@@ -799,7 +799,7 @@ cell_leases_subxact(SubXactEvent event)
 }
 
 /* Whether a lease still stands: not rolled back with a savepoint, not superseded. */
-bool
+static bool
 cell_lease_live(const CellLease *lease)
 {
 	return lease != NULL && !lease->gone;
@@ -1090,7 +1090,7 @@ cell_supersede_lease(CellClaimCtx *cx, CellLease *old, List *nets)
 		StringInfoData arr;
 		CellCallResult r;
 		char		cell_id[32];
-		const char *params[3];
+		const char *params[CELL_SUPERSEDE_NPARAMS];
 		ListCell   *lc;
 		Oid			argtype = UUIDOID;
 		Datum		arg;
@@ -1113,15 +1113,15 @@ cell_supersede_lease(CellClaimCtx *cx, CellLease *old, List *nets)
 		}
 		appendStringInfoChar(&arr, ']');
 		snprintf(cell_id, sizeof(cell_id), "%lld", (long long) cx->cell_id);
-		params[0] = cell_id;
-		params[1] = old->uuid;
-		params[2] = arr.data;
+		params[CELL_SUPERSEDE_PARAM_CELL_ID] = cell_id;
+		params[CELL_SUPERSEDE_PARAM_OLD_LEASE] = old->uuid;
+		params[CELL_SUPERSEDE_PARAM_REQUESTS] = arr.data;
 		cell_call("WITH rb AS MATERIALIZED (SELECT %s.claims_rollback($1::bigint, $2::uuid)::pg_catalog.text AS done),"
 				  " nb AS MATERIALIZED (SELECT %s.claims_begin_update(q.r) AS b"
 				  "   FROM rb, pg_catalog.jsonb_array_elements($3::jsonb) AS q(r))"
 				  " SELECT pg_catalog.concat((SELECT pg_catalog.count(*) FROM rb), ' ',"
 				  " (SELECT pg_catalog.string_agg(nb.b::pg_catalog.text, ' ') FROM nb))",
-				  3, params, true, &r);
+				  CELL_SUPERSEDE_NPARAMS, params, true, &r);
 		if (r.status != CELL_CALL_OK)
 		{
 			/* the store's transaction did all or nothing; the old lease may be gone */
@@ -1408,6 +1408,18 @@ cell_leases_all_repairs(void)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Subtransaction callback: a savepoint's leases first (rolled back at the
+ * store, or handed to the parent), then its changes.
+ */
+void
+cell_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	cell_leases_subxact(event);
+	cell_changes_subxact(event, cell_lease_live);
 }
 
 /* Transaction callback: the protocol's steps at the transaction's ends. */
