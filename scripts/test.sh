@@ -55,6 +55,9 @@
 # Environment: PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
 # CLAIMS_OS_USER (default claims), CLAIMS_KEEP_TMP=1 keeps the temporary
 # copy, CLAIMS_SUITE_TIMEOUT seconds per suite or TAP file (default 1200).
+# The copy has no .git: CLAIMS_SOURCE_REPO (default the work tree run as
+# root) names the repository whose history cell/test/t/071_released_cell.pl
+# builds the released claims_cell 1.4 from.
 # shellcheck disable=SC2030,SC2031  # per-suite environments live in subshells
 set -u
 
@@ -675,6 +678,7 @@ main_root() {
         CLAIMS_TEST_SUMMARY_FILE="$summary" CLAIMS_SUITE_TIMEOUT="$SUITE_TIMEOUT" \
         CLAIMS_SUITES="${CLAIMS_SUITES:-}" CLAIMS_TAP_FILES="${CLAIMS_TAP_FILES:-*}" \
         CLAIMS_CELL_TAP_FILES="${CLAIMS_CELL_TAP_FILES:-*}" \
+        CLAIMS_SOURCE_REPO="${CLAIMS_SOURCE_REPO:-$REPO}" \
         bash "$WORK/repo/scripts/test.sh"
     rc=$?
     cd / || true

@@ -15,6 +15,7 @@ use warnings;
 
 use Exporter 'import';
 use File::Basename ();
+use File::Path ();
 use IO::Socket::INET ();
 use IPC::Run ();
 use Time::HiRes ();
@@ -22,7 +23,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
 our @EXPORT = qw(store_node cell_node add_cell sql_state start_session start_inject_proxy
-  wait_for_retry_sql freeze_node thaw_node);
+  wait_for_retry_sql freeze_node thaw_node private_installation make_install install_store);
 
 # A started store node with cells registered: store_node(name, [id, name, role], ...).
 # Its databases are UTF8, so non-ASCII values compare byte for byte. A
@@ -48,11 +49,12 @@ SELECT claims_register_cell($id, '$cell_name', '$role');
 	return $store;
 }
 
-# A started cell node: claims_cell preloaded, with extra postgresql.conf lines.
+# A started cell node: claims_cell preloaded, with extra postgresql.conf
+# lines; options for PostgreSQL::Test::Cluster->new may follow (install_path).
 sub cell_node
 {
-	my ($name, $conf) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my ($name, $conf, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name, %opts);
 	$node->init;
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'claims_cell'\n" . ($conf // ''));
@@ -61,21 +63,23 @@ sub cell_node
 }
 
 # Create database db on the cell node as cell id of the store, logging in
-# as role; create_options are appended to CREATE DATABASE, sql runs after
-# configure (tables, claim_column).
+# as role; create_options are appended to CREATE DATABASE, version (if
+# given) is the extension's version to create, sql runs after configure
+# (tables, claim_column).
 sub add_cell
 {
 	my (%p) = @_;
 	my ($node, $store, $db) = @p{qw(node store db)};
 	$node->safe_psql('postgres', "CREATE DATABASE $db " . ($p{create_options} // ''));
 	$node->safe_psql($db, sprintf(q{
-CREATE EXTENSION claims_cell;
+CREATE EXTENSION claims_cell%s;
 CREATE SERVER topology FOREIGN DATA WRAPPER claims_cell_store
   OPTIONS (host '%s', port '%d', dbname 'postgres');
 CREATE USER MAPPING FOR PUBLIC SERVER topology OPTIONS (user '%s', password_required 'false');
 SELECT claims_cell.configure(server_name => 'topology', cell_id => %d);
 %s
-}, $store->host, $store->port, $p{role}, $p{cell_id}, $p{sql} // ''));
+}, defined $p{version} ? " VERSION '$p{version}'" : '', $store->host, $store->port, $p{role},
+		$p{cell_id}, $p{sql} // ''));
 	return;
 }
 
@@ -189,6 +193,79 @@ sub thaw_node
 {
 	my (@frozen) = @_;
 	kill 'CONT', @frozen if @frozen;
+	return;
+}
+
+# A private copy of the PostgreSQL installation PG_CONFIG names (its
+# bindir, pkglibdir and sharedir), for builds a test installs without
+# touching the installation others use: private_installation(name) makes
+# it under tmp_check/name. Returns a hash: base (tmp_check/name, for the
+# test's scratch files), destdir (make install DESTDIR=destdir installs into
+# the copy), install_path (the copy's directory holding bin/, for
+# PostgreSQL::Test::Cluster->new), pg_config and dirs (the installation's
+# pg_config and its bindir, pkglibdir and sharedir).
+sub private_installation
+{
+	my ($name) = @_;
+	my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
+	my %dirs;
+	for my $d (qw(bindir pkglibdir sharedir))
+	{
+		chomp($dirs{$d} = `$pg_config --$d`);
+		die "$pg_config --$d failed" if $? != 0;
+	}
+	my $base = "${PostgreSQL::Test::Utils::tmp_check}/$name";
+	my $destdir = "$base/inst";
+	File::Path::rmtree($base);
+	for my $d (values %dirs)
+	{
+		File::Path::make_path(File::Basename::dirname("$destdir$d"));
+		system('cp', '-a', $d, "$destdir$d") == 0 or die "copying $d failed";
+	}
+	return {
+		base => $base,
+		destdir => $destdir,
+		install_path => File::Basename::dirname("$destdir$dirs{bindir}"),
+		pg_config => $pg_config,
+		dirs => \%dirs,
+	};
+}
+
+# make and make install of the PGXS tree dir into the private installation
+# inst, with more make arguments (e.g. "COPT=..."); what names the build in
+# the error, whose log (dir/build.log) it quotes.
+sub make_install
+{
+	my ($inst, $dir, $what, @args) = @_;
+	my $args = join(' ', "PG_CONFIG='$inst->{pg_config}'", map { "'$_'" } @args);
+	my $log = "$dir/build.log";
+	system("make -s -C '$dir' $args >'$log' 2>&1 && "
+		  . "make -s -C '$dir' $args DESTDIR='$inst->{destdir}' install >>'$log' 2>&1") == 0
+	  or die "building $what failed: " . PostgreSQL::Test::Utils::slurp_file($log);
+	return;
+}
+
+# Build the store from the source tree src (its src/, common/, Makefile,
+# claims.control and scripts/build_sql.sh, copied to inst's base/src) with
+# COPT copt and install it into the private installation inst.
+sub install_store
+{
+	my ($inst, $src, $copt) = @_;
+	my $tree = "$inst->{base}/src";
+	File::Path::rmtree($tree);
+	File::Path::make_path($tree, "$tree/cell", "$tree/scripts");
+	system('cp', '-a', "$src/src", "$src/common", "$src/Makefile", "$src/claims.control", $tree) == 0
+	  or die "copying the store's source failed";
+	system('cp', '-a', "$src/scripts/build_sql.sh", "$tree/scripts/") == 0 or die;
+	# objects of a build of the source tree are not this build's
+	system('find', $tree, '(', '-name', '*.o', '-o', '-name', '*.so', '-o', '-name', '*.bc', ')', '-delete') == 0
+	  or die;
+	File::Path::rmtree("$tree/build");
+	# the store alone: the top Makefile also makes cell/
+	open(my $fh, '>', "$tree/cell/Makefile") or die;
+	print $fh "all:\ninstall:\nclean:\n";
+	close $fh;
+	make_install($inst, $tree, 'the store' . ($copt ? " with COPT=$copt" : ''), "COPT=$copt");
 	return;
 }
 

@@ -10,8 +10,6 @@ use strict;
 use warnings;
 
 use Cwd ();
-use File::Basename ();
-use File::Path ();
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use CellNodes;
@@ -23,45 +21,14 @@ my $src = Cwd::abs_path($ENV{CLAIMS_SOURCE_DIR} // "$FindBin::RealBin/../../..")
 plan skip_all => "the store's source is not at $src (set CLAIMS_SOURCE_DIR)"
   unless -f "$src/src/reworded.c" && -f "$src/claims.control";
 
-my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
-my %pg;
-for my $d (qw(bindir pkglibdir sharedir))
-{
-	chomp($pg{$d} = `$pg_config --$d`);
-	die "$pg_config --$d failed" if $? != 0;
-}
-
-# A private copy of this installation with the store built with copt in
-# it; returns the install_path (the directory holding bin/).
+# A private installation with the store built with copt in it; returns
+# its install_path (the directory holding bin/).
 sub private_store
 {
 	my ($variant, $copt) = @_;
-	my $base = "${PostgreSQL::Test::Utils::tmp_check}/store_$variant";
-	my $tree = "$base/src";
-	my $inst = "$base/inst";
-	File::Path::rmtree($base);
-	File::Path::make_path($tree, "$tree/cell", "$tree/scripts");
-	system('cp', '-a', "$src/src", "$src/common", "$src/Makefile", "$src/claims.control", $tree) == 0
-	  or die "copying the store's source failed";
-	system('cp', '-a', "$src/scripts/build_sql.sh", "$tree/scripts/") == 0 or die;
-	# objects of a build of the source tree are not this variant's
-	system('find', $tree, '(', '-name', '*.o', '-o', '-name', '*.so', '-o', '-name', '*.bc', ')', '-delete') == 0
-	  or die;
-	File::Path::rmtree("$tree/build");
-	# the store alone: the top Makefile also makes cell/
-	open(my $fh, '>', "$tree/cell/Makefile") or die;
-	print $fh "all:\ninstall:\nclean:\n";
-	close $fh;
-	for my $d (values %pg)
-	{
-		File::Path::make_path(File::Basename::dirname("$inst$d"));
-		system('cp', '-a', $d, "$inst$d") == 0 or die "copying $d failed";
-	}
-	my $log = "$base/build.log";
-	system("make -s -C '$tree' PG_CONFIG='$pg_config' COPT='$copt' >'$log' 2>&1 && "
-		  . "make -s -C '$tree' PG_CONFIG='$pg_config' DESTDIR='$inst' install >>'$log' 2>&1") == 0
-	  or die "building the $variant store failed: " . slurp_file($log);
-	return File::Basename::dirname("$inst$pg{bindir}");
+	my $inst = private_installation("store_$variant");
+	install_store($inst, $src, $copt);
+	return $inst->{install_path};
 }
 
 my %stores = (
