@@ -178,6 +178,7 @@ extern void cell_source_id_sql(StringInfo sql, TupleDesc desc, const CellSourceK
 
 /* partitions.c */
 extern void cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out);
+extern Trigger *cell_next_claim_trigger(Relation rel, Oid collect, int *i, CellTriggerColumns *m);
 extern void cell_sync_table_triggers(Oid relid, Oid collect);
 extern void cell_sync_tree_triggers(Oid relid, Oid collect);
 extern void cell_check_free_in_partitions(Oid relid, const char *column, Oid collect);

@@ -347,14 +347,11 @@ cell_check_not_claimed_above(Relation rel, const char *column)
 {
 	Oid			collect = cell_collect_oid(false);
 
-	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
-	{
-		Trigger    *t = &rel->trigdesc->triggers[i];
-		CellTriggerColumns m;
+	CellTriggerColumns m;
+	int			i = 0;
 
-		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
-			continue;
-		cell_trigger_columns(rel, t, &m);
+	while (cell_next_claim_trigger(rel, collect, &i, &m) != NULL)
+	{
 		if (m.declared != RelationGetRelid(rel) &&
 			strcmp(get_attname(RelationGetRelid(rel), m.attnum, false), column) == 0)
 			ereport(ERROR,

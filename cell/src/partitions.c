@@ -204,6 +204,28 @@ cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out)
 	*out = m;
 }
 
+/*
+ * The next collect() row trigger of rel at or after trigger *i, with its
+ * mapped columns in *m; NULL after the last. Loop with
+ * i = 0; while ((t = cell_next_claim_trigger(rel, collect, &i, &m))) ...
+ */
+Trigger *
+cell_next_claim_trigger(Relation rel, Oid collect, int *i, CellTriggerColumns *m)
+{
+	for (; rel->trigdesc && *i < rel->trigdesc->numtriggers; (*i)++)
+	{
+		Trigger    *t = &rel->trigdesc->triggers[*i];
+
+		if (t->tgfoid == collect && t->tgnargs >= CELL_TRIGGER_NARGS)
+		{
+			(*i)++;
+			cell_trigger_columns(rel, t, m);
+			return t;
+		}
+	}
+	return NULL;
+}
+
 /* Whether a table has a trigger of that name. */
 static bool
 cell_has_trigger(Relation rel, const char *name)
@@ -296,6 +318,8 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 	bool		claimed_below;
 	List	   *columns = NIL;
 	List	   *declared = NIL;	/* the declared table of each of columns */
+	CellTriggerColumns m;
+	int			i = 0;
 
 	if (rel == NULL)
 		return;
@@ -305,18 +329,13 @@ cell_sync_table_triggers(Oid relid, Oid collect)
 		relation_close(rel, AccessShareLock);
 		return;
 	}
-	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	while (cell_next_claim_trigger(rel, collect, &i, &m) != NULL)
 	{
-		Trigger    *t = &rel->trigdesc->triggers[i];
-		CellTriggerColumns m;
 		char	   *column;
 		ListCell   *lc;
 		ListCell   *lc2;
 
-		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
-			continue;
 		claimed = true;
-		cell_trigger_columns(rel, t, &m);
 		column = get_attname(relid, m.attnum, false);
 		forboth(lc, columns, lc2, declared)
 			if (strcmp(lfirst(lc), column) == 0)
@@ -368,14 +387,11 @@ cell_check_free_in_partitions(Oid relid, const char *column, Oid collect)
 	{
 		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
 
-		for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *t = &rel->trigdesc->triggers[i];
-			CellTriggerColumns m;
+		CellTriggerColumns m;
+		int			i = 0;
 
-			if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
-				continue;
-			cell_trigger_columns(rel, t, &m);
+		while (cell_next_claim_trigger(rel, collect, &i, &m) != NULL)
+		{
 			if (strcmp(get_attname(RelationGetRelid(rel), m.attnum, false), column) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_DUPLICATE_OBJECT),

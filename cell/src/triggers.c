@@ -149,16 +149,12 @@ cell_check_deferrable(Oid relid, const char *column)
 	AttrNumber	attnum = column ? get_attnum(relid, column) : 0;
 	bool		claimed = false;
 	bool		deferrable = false;
+	CellTriggerColumns m;
+	Trigger    *t;
+	int			i = 0;
 
-	for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
+	while ((t = cell_next_claim_trigger(rel, collect, &i, &m)) != NULL)
 	{
-		Trigger    *t = &rel->trigdesc->triggers[i];
-
-		CellTriggerColumns m;
-
-		if (t->tgfoid != collect || t->tgnargs < CELL_TRIGGER_NARGS)
-			continue;
-		cell_trigger_columns(rel, t, &m);
 		/* the transaction's overrides name declared tables */
 		if (m.declared != relid)
 			ereport(ERROR,
