@@ -154,6 +154,10 @@ cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out)
 	CellTriggerColumns m;
 	CellSourceKey key;
 	bool		found;
+	Oid			tgoid;
+	Oid			tgfoid;
+	char	   *tgname;
+	AttrNumber	subject_attnum;
 
 	if (cell_trigger_map == NULL)
 	{
@@ -179,25 +183,34 @@ cell_trigger_columns(Relation rel, Trigger *trigger, CellTriggerColumns *out)
 		return;
 	}
 
+	/*
+	 * everything read from the trigger first: the locks cell_declared_table
+	 * takes process invalidations, which may rebuild rel's trigger array
+	 */
 	cell_source_key_parse(trigger->tgargs[CELL_TRIGGER_ARG_SOURCE_KEY], &key);
-	m.declared = cell_declared_table(RelationGetRelid(rel), trigger->tgname, trigger->tgfoid);
+	tgoid = trigger->tgoid;
+	tgfoid = trigger->tgfoid;
+	tgname = pstrdup(trigger->tgname);
 	m.declared_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_ATTNUM]);
+	subject_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]);
+	m.declared = cell_declared_table(RelationGetRelid(rel), tgname, tgfoid);
+	pfree(tgname);
 	if (m.declared == RelationGetRelid(rel))
 	{
 		m.attnum = m.declared_attnum;
-		m.subject_attnum = cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]);
+		m.subject_attnum = subject_attnum;
 		m.source = key;
 	}
 	else
 	{
 		m.attnum = cell_map_attnum(m.declared, m.declared_attnum, rel);
-		m.subject_attnum = cell_map_attnum(m.declared, cell_attnum_arg(trigger->tgargs[CELL_TRIGGER_ARG_SUBJECT_ATTNUM]), rel);
+		m.subject_attnum = cell_map_attnum(m.declared, subject_attnum, rel);
 		m.source.n = key.n;
 		for (int i = 0; i < key.n; i++)
 			m.source.attnums[i] = cell_map_attnum(m.declared, key.attnums[i], rel);
 	}
 	/* entered once complete: an error above leaves no half entry */
-	e = hash_search(cell_trigger_map, &trigger->tgoid, HASH_ENTER, &found);
+	e = hash_search(cell_trigger_map, &tgoid, HASH_ENTER, &found);
 	e->relid = RelationGetRelid(rel);
 	e->columns = m;
 	e->stale = false;
@@ -291,7 +304,10 @@ cell_partition_claimed(Oid relid, Oid collect)
 
 		if (lfirst_oid(lc) == relid || claimed)
 			continue;
-		rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		/* listed without a lock: a partition may be gone since */
+		rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
+		if (rel == NULL)
+			continue;
 		for (int i = 0; rel->trigdesc && i < rel->trigdesc->numtriggers; i++)
 			claimed |= rel->trigdesc->triggers[i].tgfoid == collect;
 		relation_close(rel, AccessShareLock);
@@ -385,10 +401,13 @@ cell_check_free_in_partitions(Oid relid, const char *column, Oid collect)
 
 	foreach(lc, members)
 	{
-		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
-
+		/* listed without a lock: a partition may be gone since */
+		Relation	rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
 		CellTriggerColumns m;
 		int			i = 0;
+
+		if (rel == NULL)
+			continue;
 
 		while (cell_next_claim_trigger(rel, collect, &i, &m) != NULL)
 		{

@@ -908,6 +908,9 @@ cell_take_leases(CellClaimCtx *cx, List *nets)
 	}
 }
 
+/* TRUNCATE statements running (nested in triggers or functions), per cell_truncate_utility. */
+static int	cell_truncate_depth = 0;
+
 /*
  * The end of a statement (and claims_cell.set_constraints('IMMEDIATE')):
  * claim the values its immediate changes touched, as a unique constraint
@@ -922,7 +925,7 @@ cell_take_leases(CellClaimCtx *cx, List *nets)
 void
 cell_claim_statement(void)
 {
-	List	   *news = cell_take_new_changes();
+	List	   *news;
 	List	   *keys = NIL;
 	List	   *fresh = NIL;
 	List	   *held_changes = NIL;
@@ -931,6 +934,13 @@ cell_claim_statement(void)
 	CellClaimCtx cx;
 	ListCell   *lc;
 
+	/*
+	 * a statement ending inside a TRUNCATE (a trigger's DML) leaves its
+	 * changes to the TRUNCATE's end, when the tables it empties are empty
+	 */
+	if (cell_truncate_depth > 0)
+		return;
+	news = cell_take_new_changes();
 	if (news == NIL)
 		return;
 	foreach(lc, news)
@@ -996,8 +1006,6 @@ cell_claim_statement(void)
 	}
 }
 
-/* TRUNCATE statements running (nested in triggers or functions), per cell_truncate_utility. */
-static int	cell_truncate_depth = 0;
 static ProcessUtility_hook_type cell_prev_process_utility = NULL;
 
 /*
